@@ -1,0 +1,149 @@
+"""Client settings: arguments and environment variables turned into one checked, immutable object.
+
+The API key lives in `Secret`, whose repr and str never show it, so a settings object (or a
+client holding one) can be printed, logged or shown in a notebook safely.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Final, Union
+
+import httpx
+
+from ._version import __version__
+from .errors import ConfigurationError
+
+API_KEY_ENV: Final = "AIGATEWAY_API_KEY"
+BASE_URL_ENV: Final = "AIGATEWAY_BASE_URL"
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
+"""Ten minutes for a reply (long generations are slow), five seconds to connect."""
+DEFAULT_MAX_RETRIES: Final = 2
+
+TimeoutTypes = Union[float, httpx.Timeout, None]
+
+
+class Secret:
+    """A string that never shows itself in repr, str or format."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself: for the Authorization header and nothing else."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('<redacted>')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def normalize_base_url(raw: str) -> httpx.URL:
+    """Check that ``raw`` is an http(s) URL ending in ``/v1`` and return it with a trailing slash.
+
+    The trailing slash lets relative paths (``chat/completions``) join under ``/v1``.
+    """
+    text = raw.strip()
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {exc}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError(
+            f"base_url {raw!r} must be an absolute http:// or https:// URL ending in /v1, "
+            "for example https://gateway.example.com/v1"
+        )
+    path = url.path.rstrip("/")
+    if not path.endswith("/v1"):
+        raise ConfigurationError(
+            f"base_url {raw!r} must end in the version segment /v1 "
+            f"(for example {url.copy_with(path=path + '/v1', query=None)!s})"
+        )
+    return url.copy_with(path=path + "/")
+
+
+def site_root(base_url: httpx.URL) -> httpx.URL:
+    """The base URL without its ``/v1/`` segment: where discovery files live."""
+    return base_url.copy_with(path=base_url.path.rstrip("/")[: -len("/v1")] + "/")
+
+
+def coerce_timeout(timeout: TimeoutTypes) -> httpx.Timeout:
+    """A number means the same limit for connect, read, write and pool; None means no limit."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything a client needs to build requests; shared by `Client` and `AsyncClient`."""
+
+    api_key: Secret
+    base_url: httpx.URL
+    timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    max_retries: int = DEFAULT_MAX_RETRIES
+    default_headers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        api_key: str | None,
+        base_url: str | httpx.URL | None,
+        timeout: TimeoutTypes | httpx.Timeout,
+        max_retries: int,
+        default_headers: Mapping[str, str] | None,
+    ) -> ClientConfig:
+        """Merge arguments with the environment and check them; raise ConfigurationError."""
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        if not key or not key.strip():
+            raise ConfigurationError(
+                f"no API key: pass api_key=... or set the {API_KEY_ENV} environment variable "
+                "(keys come from the gateway console)"
+            )
+        url = base_url if base_url is not None else os.environ.get(BASE_URL_ENV)
+        if not url:
+            raise ConfigurationError(
+                f"no base URL: pass base_url=... or set the {BASE_URL_ENV} environment variable "
+                "(it ends in /v1, for example https://gateway.example.com/v1)"
+            )
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        return cls(
+            api_key=Secret(key.strip()),
+            base_url=normalize_base_url(str(url)),
+            timeout=coerce_timeout(timeout),
+            max_retries=max_retries,
+            default_headers=dict(default_headers or {}),
+        )
+
+    def with_changes(self, **changes: object) -> ClientConfig:
+        """A copy with some settings replaced (used by ``with_options``)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries."""
+        return {
+            "Authorization": f"Bearer {self.api_key.reveal()}",
+            "Accept": "application/json",
+            "User-Agent": f"aigateway-python/{__version__}",
+            **self.default_headers,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientConfig(base_url={str(self.base_url)!r}, api_key=<redacted>, "
+            f"timeout={self.timeout!r}, max_retries={self.max_retries})"
+        )

@@ -1,0 +1,292 @@
+"""The exceptions `aigateway` raises.
+
+Every exception derives from `AIGatewayError`, so one ``except`` catches them all::
+
+    AIGatewayError
+    ├── ConfigurationError          bad client settings (missing key, malformed base URL); also a ValueError
+    ├── InvalidRequestError         arguments rejected before anything was sent; also a ValueError
+    └── APIError                    something happened on the way to or from the gateway
+        ├── APIConnectionError      no reply: connection refused, reset, dropped
+        │   └── APITimeoutError     no reply in time
+        ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
+        ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
+        └── APIStatusError          a non-2xx reply; a generic one for statuses without a class of their own
+            ├── BadRequestError            400
+            ├── AuthenticationError        401
+            ├── InsufficientCreditsError   402 (or an error code saying the credits ran out)
+            ├── NotFoundError              404
+            ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values
+            └── InternalServerError        500 and other 5xx
+                └── ServiceUnavailableError    503
+
+Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
+text. They never carry the API key in their message or repr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "AIGatewayError",
+    "APIConnectionError",
+    "APIError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "IncompleteStreamError",
+    "InsufficientCreditsError",
+    "InternalServerError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "RateLimitInfo",
+    "ServiceUnavailableError",
+    "Violation",
+]
+
+_SNIPPET_CHARS = 500
+CREDIT_ERROR_CODES = frozenset(
+    {"insufficient_credits", "insufficient_balance", "insufficient_quota"}
+)
+
+
+def snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
+    """The start of a body, on one line, for an error message."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+class AIGatewayError(Exception):
+    """Base class of every exception raised by `aigateway`."""
+
+
+class ConfigurationError(AIGatewayError, ValueError):
+    """The client was given settings it cannot work with (raised at construction)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One argument that broke a rule: where it is, what it was, what is allowed."""
+
+    field: str
+    value: Any
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.field}={self.value!r}: {self.problem}"
+
+
+class InvalidRequestError(AIGatewayError, ValueError):
+    """Arguments that break the API's rules; raised before anything is sent.
+
+    ``violations`` lists every offending field with its value and what is allowed.
+    """
+
+    def __init__(self, violations: Sequence[Violation]) -> None:
+        self.violations = tuple(violations)
+        lines = "; ".join(str(v) for v in self.violations)
+        super().__init__(f"invalid request, nothing was sent: {lines}")
+
+    @property
+    def field(self) -> str:
+        """The first offending field (dotted path, e.g. ``messages.0.role``)."""
+        return self.violations[0].field
+
+
+class APIError(AIGatewayError):
+    """Something went wrong talking to the gateway."""
+
+    request: httpx.Request | None
+
+    def __init__(self, message: str, *, request: httpx.Request | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request = request
+
+
+class APIConnectionError(APIError):
+    """The request got no reply: the connection failed, was refused or was dropped."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The request got no reply in time."""
+
+
+class APIResponseValidationError(APIError):
+    """A reply arrived but is not of the shape the API promises.
+
+    ``body`` holds the raw bytes that arrived, ``status_code`` and ``headers`` the rest.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        body: bytes,
+        status_code: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        request: httpx.Request | None = None,
+    ) -> None:
+        text = body.decode("utf-8", errors="replace")
+        super().__init__(f"{message}; received: {snippet(text) or '(empty body)'}", request=request)
+        self.body = body
+        self.text = text
+        self.status_code = status_code
+        self.headers = dict(headers or {})
+
+
+class IncompleteStreamError(APIError):
+    """A stream ended (or was cut) before the gateway said it was done.
+
+    ``chunks`` holds every chunk received before the cut, so nothing is silently lost.
+    """
+
+    def __init__(
+        self, message: str, *, chunks: Sequence[Any] = (), request: httpx.Request | None = None
+    ) -> None:
+        super().__init__(message, request=request)
+        self.chunks = list(chunks)
+
+
+@dataclass(frozen=True)
+class RateLimitInfo:
+    """The ``X-RateLimit-*`` headers of one reply (None where a header was absent or unreadable)."""
+
+    limit: int | None = None
+    remaining: int | None = None
+    reset: int | None = None
+    """Unix time (seconds) when the window resets."""
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> RateLimitInfo | None:
+        """Parse the headers; None when the reply carries none of them."""
+        values = [
+            _parse_int(headers.get(name))
+            for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+        ]
+        if all(v is None for v in values):
+            return None
+        return cls(*values)
+
+
+def _parse_int(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return int(float(raw.strip()))
+    except ValueError:
+        return None
+
+
+class APIStatusError(APIError):
+    """The gateway answered with a non-2xx status.
+
+    Attributes: ``status_code``, ``headers``, ``request_id``, ``body`` (parsed JSON or None),
+    ``error_type``/``code`` (from ``{"error": {...}}`` when present), ``text`` (raw body)
+    and ``rate_limit`` (the ``X-RateLimit-*`` values, if sent).
+    """
+
+    response: httpx.Response
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        response: httpx.Response,
+        body: object | None,
+        error_type: str | None = None,
+        code: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, request=response.request)
+        self.response = response
+        self.status_code = response.status_code
+        self.headers: Mapping[str, str] = response.headers
+        self.request_id: str | None = response.headers.get("x-request-id")
+        self.body = body
+        self.text = response.text
+        self.error_type = error_type
+        self.code = code
+        self.attempts = attempts
+        self.rate_limit = RateLimitInfo.from_headers(response.headers)
+
+    def __str__(self) -> str:
+        parts = [f"HTTP {self.status_code}"]
+        if self.code:
+            parts.append(f"code={self.code}")
+        if self.request_id:
+            parts.append(f"request_id={self.request_id}")
+        return f"{self.message} ({', '.join(parts)})"
+
+
+class BadRequestError(APIStatusError):
+    """400: the gateway rejected the parameters or the request format."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: the API key is missing or invalid."""
+
+
+class InsufficientCreditsError(APIStatusError):
+    """402 (or a credits error code): the account has too few credits for this call.
+
+    ``remaining_credits`` holds the balance when the gateway said it.
+    """
+
+    @property
+    def remaining_credits(self) -> float | None:
+        body = self.body
+        if isinstance(body, dict):
+            for holder in (body, body.get("error")):
+                if isinstance(holder, dict):
+                    value = holder.get("_remaining_credits", holder.get("remaining_credits"))
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        return float(value)
+        return None
+
+
+class NotFoundError(APIStatusError):
+    """404: the model (or path) does not exist."""
+
+
+class RateLimitError(APIStatusError):
+    """429: too many requests for this key. ``rate_limit`` holds the parsed headers."""
+
+
+class InternalServerError(APIStatusError):
+    """500 or another 5xx: the gateway failed; retrying later may succeed."""
+
+
+class ServiceUnavailableError(InternalServerError):
+    """503: the service is temporarily unavailable."""
+
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    402: InsufficientCreditsError,
+    404: NotFoundError,
+    429: RateLimitError,
+    503: ServiceUnavailableError,
+}
+
+
+def status_error_class(status_code: int, code: str | None) -> type[APIStatusError]:
+    """The exception class for a status and an error code (the code wins for credits)."""
+    if code in CREDIT_ERROR_CODES:
+        return InsufficientCreditsError
+    cls = _STATUS_CLASSES.get(status_code)
+    if cls is not None:
+        return cls
+    if status_code >= 500:
+        return InternalServerError
+    return APIStatusError

@@ -1,0 +1,22 @@
+"""The base of every reply model: lenient parsing that keeps what it does not know."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GatewayModel(BaseModel):
+    """A reply object. Unknown fields are kept (``model_extra``), so a newer gateway never
+    breaks an older client, and fields can be set by name or by their wire alias."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+
+
+class CreditsMixin(BaseModel):
+    """The credit fields the gateway adds to some replies (``_remaining_credits``,
+    ``_balance_warning``), as typed attributes; None when the reply did not carry them."""
+
+    remaining_credits: float | None = Field(default=None, alias="_remaining_credits")
+    """Credits left on the account after this call."""
+    balance_warning: bool | None = Field(default=None, alias="_balance_warning")
+    """True when the balance is below 10 credits."""

@@ -1,0 +1,134 @@
+"""Chat completion replies (spec 2.3) and stream chunks (spec 6), parsed leniently.
+
+``finish_reason`` is typed as a string: the known values are ``stop``, ``length``,
+``content_filter`` and ``tool_calls``, and an unknown value is kept, not rejected.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from ._base import CreditsMixin, GatewayModel
+
+__all__ = [
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "Choice",
+    "ChunkChoice",
+    "ChunkDelta",
+    "FinishReason",
+    "FunctionCall",
+    "Message",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallFunctionDelta",
+    "Usage",
+]
+
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
+"""The finish reasons the spec names; replies may carry others, kept as plain strings."""
+
+
+class FunctionCall(GatewayModel):
+    """The function a model wants called: its name and its arguments as a JSON string."""
+
+    name: str
+    arguments: str = ""
+
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded from JSON (raises ``json.JSONDecodeError`` when not JSON)."""
+        return json.loads(self.arguments) if self.arguments else {}
+
+
+class ToolCall(GatewayModel):
+    """One tool call in an assistant message."""
+
+    id: str | None = None
+    type: Literal["function"] | str = "function"
+    function: FunctionCall
+
+
+class Message(GatewayModel):
+    """A chat message in a reply. It can be passed back in ``messages`` as it is."""
+
+    role: Literal["system", "user", "assistant", "tool"] | str = "assistant"
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    function_call: FunctionCall | None = None
+
+
+class Choice(GatewayModel):
+    """One alternative of a completion."""
+
+    index: int = 0
+    message: Message
+    finish_reason: FinishReason | str | None = None
+
+
+class Usage(GatewayModel):
+    """Tokens billed for a call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ChatCompletion(CreditsMixin, GatewayModel):
+    """A whole (non-streamed) chat completion."""
+
+    id: str
+    object: Literal["chat.completion"] | str = "chat.completion"
+    created: int | None = None
+    model: str | None = None
+    choices: list[Choice]
+    usage: Usage | None = None
+
+    @property
+    def text(self) -> str:
+        """The first choice's content, or ``""`` when it has none (a tool call, say)."""
+        return (self.choices[0].message.content or "") if self.choices else ""
+
+
+class ToolCallFunctionDelta(GatewayModel):
+    """A fragment of a streamed function call: the name comes first, the arguments in pieces."""
+
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(GatewayModel):
+    """A fragment of a streamed tool call, matched to its call by ``index``."""
+
+    index: int | None = None
+    id: str | None = None
+    type: str | None = None
+    function: ToolCallFunctionDelta | None = None
+
+
+class ChunkDelta(GatewayModel):
+    """What one stream chunk adds to the message."""
+
+    role: str | None = None
+    content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+    function_call: ToolCallFunctionDelta | None = None
+
+
+class ChunkChoice(GatewayModel):
+    """One choice of a stream chunk."""
+
+    index: int = 0
+    delta: ChunkDelta = ChunkDelta()
+    finish_reason: FinishReason | str | None = None
+
+
+class ChatCompletionChunk(CreditsMixin, GatewayModel):
+    """One event of a streamed chat completion (``object`` = ``chat.completion.chunk``)."""
+
+    id: str = ""
+    object: Literal["chat.completion.chunk"] | str = "chat.completion.chunk"
+    created: int | None = None
+    model: str | None = None
+    choices: list[ChunkChoice] = []
+    usage: Usage | None = None

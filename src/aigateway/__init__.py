@@ -1,0 +1,102 @@
+"""aigateway: typed sync and async clients for the Unified AI Gateway.
+
+    from aigateway import Client
+
+    with Client(api_key="...", base_url="https://gateway.example.com/v1") as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Hello"}]
+        )
+        print(reply.text)
+
+Import stays cheap: reply types load on first use, and the mock gateway
+(`aigateway.testing`), the CLI and the optional extras load only when imported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._client import AsyncClient, Client
+from ._config import Secret
+from ._http import RawResponse
+from ._retry import RetryPolicy
+from ._version import __version__
+from .errors import (
+    AIGatewayError,
+    APIConnectionError,
+    APIError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    IncompleteStreamError,
+    InsufficientCreditsError,
+    InternalServerError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+    RateLimitInfo,
+    ServiceUnavailableError,
+)
+
+if TYPE_CHECKING:
+    from ._streaming import AsyncStream, Stream
+    from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+
+_LAZY = {
+    "Stream": "._streaming",
+    "AsyncStream": "._streaming",
+    "ChatCompletion": ".types",
+    "ChatCompletionChunk": ".types",
+    "Message": ".types",
+    "Model": ".types",
+    "ModelList": ".types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the heavier names (pydantic models, streams) on first use."""
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'aigateway' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name, __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AIGatewayError",
+    "APIConnectionError",
+    "APIError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AsyncClient",
+    "AsyncStream",
+    "AuthenticationError",
+    "BadRequestError",
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "Client",
+    "ConfigurationError",
+    "IncompleteStreamError",
+    "InsufficientCreditsError",
+    "InternalServerError",
+    "InvalidRequestError",
+    "Message",
+    "Model",
+    "ModelList",
+    "NotFoundError",
+    "RateLimitError",
+    "RateLimitInfo",
+    "RawResponse",
+    "RetryPolicy",
+    "Secret",
+    "ServiceUnavailableError",
+    "Stream",
+    "__version__",
+]

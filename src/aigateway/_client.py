@@ -1,0 +1,297 @@
+"""`Client` and `AsyncClient`: configuration, resources, and closing.
+
+The two differ only in the httpx client they hold and in ``close``; everything else (settings,
+what the client remembers, repr, ``with_options``) lives in `_BaseClient`, and requests go
+through the one pipeline of ``_http``. Resources are imported when first used, which keeps
+``import aigateway`` cheap.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Mapping
+from functools import cached_property
+from types import TracebackType
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import httpx
+
+from ._config import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ClientConfig,
+    TimeoutTypes,
+    coerce_timeout,
+)
+from ._http import AsyncPipeline, BasePipeline, ClientState, SyncPipeline
+from ._retry import RetryPolicy
+from .errors import ConfigurationError, RateLimitInfo
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .resources.chat import AsyncChat, Chat
+    from .resources.models import AsyncModels, Models
+
+__all__ = ["AsyncClient", "Client"]
+
+PipelineT = TypeVar("PipelineT", bound=BasePipeline)
+_KEEP: object = object()
+_RESOURCE_CACHE = ("chat", "models")
+
+
+class _BaseClient(Generic[PipelineT]):
+    _pipeline: PipelineT
+    _owns_http_client: bool
+    _closed: bool = False
+
+    def _setup(
+        self,
+        pipeline_type: type[PipelineT],
+        http_client_type: type[httpx.Client] | type[httpx.AsyncClient],
+        config: ClientConfig,
+        *,
+        http_client: httpx.Client | httpx.AsyncClient | None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
+        retry_policy: RetryPolicy | None,
+    ) -> None:
+        if http_client is not None and not isinstance(http_client, http_client_type):
+            raise ConfigurationError(
+                f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
+                f"for {type(self).__name__}, got {type(http_client).__name__}"
+            )
+        if http_client is not None and transport is not None:
+            raise ConfigurationError("pass http_client or transport, not both")
+        self._owns_http_client = http_client is None
+        if http_client is None:
+            http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
+        self._pipeline = pipeline_type(
+            config, http_client, ClientState(), retry_policy or RetryPolicy()
+        )
+
+    @property
+    def config(self) -> ClientConfig:
+        """The checked settings (the key is redacted in its repr)."""
+        return self._pipeline.config
+
+    @property
+    def base_url(self) -> httpx.URL:
+        return self.config.base_url
+
+    @property
+    def remaining_credits(self) -> float | None:
+        """The credits left, as the last reply that said so reported (None until one did)."""
+        return self._pipeline.state.remaining_credits
+
+    @property
+    def balance_warning(self) -> bool | None:
+        """Whether the last reply that carried credits warned of a low balance (< 10)."""
+        return self._pipeline.state.balance_warning
+
+    @property
+    def rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the last reply that carried them."""
+        return self._pipeline.state.rate_limit
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def with_options(
+        self,
+        *,
+        timeout: TimeoutTypes | object = _KEEP,
+        max_retries: int | object = _KEEP,
+        default_headers: Mapping[str, str] | object = _KEEP,
+        retry_policy: RetryPolicy | None = None,
+    ) -> Self:
+        """A client with some settings changed, sharing this one's connections."""
+        config = self._options_config(
+            timeout=timeout, max_retries=max_retries, default_headers=default_headers
+        )
+        return self._copy_with(config, retry_policy)
+
+    def _options_config(
+        self,
+        *,
+        timeout: TimeoutTypes | object,
+        max_retries: int | object,
+        default_headers: Mapping[str, str] | object,
+    ) -> ClientConfig:
+        config = self.config
+        changes: dict[str, object] = {}
+        if timeout is not _KEEP:
+            changes["timeout"] = coerce_timeout(timeout)  # type: ignore[arg-type]
+        if max_retries is not _KEEP:
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+                raise ConfigurationError(
+                    f"max_retries must be an integer >= 0, got {max_retries!r}"
+                )
+            changes["max_retries"] = max_retries
+        if default_headers is not _KEEP:
+            changes["default_headers"] = {**config.default_headers, **default_headers}  # type: ignore[dict-item]
+        return config.with_changes(**changes)
+
+    def _copy_with(self, config: ClientConfig, retry: RetryPolicy | None) -> Self:
+        """A client sharing this one's connection pool and memory, with other settings."""
+        twin = copy.copy(self)
+        for name in _RESOURCE_CACHE:
+            twin.__dict__.pop(name, None)  # resources bound to the original client
+        twin._pipeline = type(self._pipeline)(
+            config, self._pipeline.http_client, self._pipeline.state, retry or self._pipeline.retry
+        )
+        twin._owns_http_client = False  # the original closes the shared pool
+        return twin
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"{type(self).__name__}(base_url={str(self.base_url)!r}, api_key=<redacted>, {state})"
+        )
+
+    def __del__(self) -> None:
+        # Only a warning: closing here could run at any time on any thread, or need an event loop.
+        if getattr(self, "_owns_http_client", False) and not self._closed:
+            warnings.warn(
+                f"{type(self).__name__} was garbage-collected without being closed; "
+                "use `with` or call close()",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+
+class Client(_BaseClient[SyncPipeline]):
+    """The synchronous client: ``Client(api_key=..., base_url=...)``, then
+    ``client.chat.completions.create(...)``. Use it in a ``with`` block or call ``close()``.
+
+    ``api_key`` and ``base_url`` fall back to ``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``;
+    ``base_url`` ends in ``/v1``. Pass ``http_client`` to use your own `httpx.Client`
+    (you then close it yourself), or ``transport`` to route requests elsewhere (a mock, a proxy).
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | httpx.URL | None = None,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self._setup(
+            SyncPipeline,
+            httpx.Client,
+            ClientConfig.resolve(
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                default_headers=default_headers,
+            ),
+            http_client=http_client,
+            transport=transport,
+            retry_policy=retry_policy,
+        )
+
+    @cached_property
+    def chat(self) -> Chat:
+        """Chat completions: ``client.chat.completions.create(...)``."""
+        from .resources.chat import Chat
+
+        return Chat(self)
+
+    @cached_property
+    def models(self) -> Models:
+        """The model catalogue: ``client.models.list()``, ``client.models.retrieve(id)``."""
+        from .resources.models import Models
+
+        return Models(self)
+
+    def close(self) -> None:
+        """Close the connection pool (unless it was passed in as ``http_client``)."""
+        if not self._closed and self._owns_http_client:
+            self._pipeline.http_client.close()
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncClient(_BaseClient[AsyncPipeline]):
+    """The asynchronous client: ``AsyncClient(api_key=..., base_url=...)``, then
+    ``await client.chat.completions.create(...)``. Use it in ``async with`` or ``await close()``.
+
+    One client serves many concurrent calls over one connection pool; keep it for the life of
+    the application. Settings are those of `Client`; ``http_client`` is an `httpx.AsyncClient`.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | httpx.URL | None = None,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self._setup(
+            AsyncPipeline,
+            httpx.AsyncClient,
+            ClientConfig.resolve(
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                default_headers=default_headers,
+            ),
+            http_client=http_client,
+            transport=transport,
+            retry_policy=retry_policy,
+        )
+
+    @cached_property
+    def chat(self) -> AsyncChat:
+        """Chat completions: ``await client.chat.completions.create(...)``."""
+        from .resources.chat import AsyncChat
+
+        return AsyncChat(self)
+
+    @cached_property
+    def models(self) -> AsyncModels:
+        """The model catalogue: ``await client.models.list()``, ``await client.models.retrieve(id)``."""
+        from .resources.models import AsyncModels
+
+        return AsyncModels(self)
+
+    async def close(self) -> None:
+        """Close the connection pool (unless it was passed in as ``http_client``)."""
+        if not self._closed and self._owns_http_client:
+            await self._pipeline.http_client.aclose()
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

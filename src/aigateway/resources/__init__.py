@@ -1,0 +1,1 @@
+"""Resources: the groups of endpoints a client exposes (chat, models, ...)."""

@@ -1,0 +1,179 @@
+"""``client.chat.completions``: ``POST /chat/completions``, plain or streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import BaseModel, TypeAdapter
+from typing_extensions import Unpack
+
+from .._http import APICall
+from ..errors import InvalidRequestError, Violation
+from ..types._validation import validate
+from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, Message
+from ..types.chat_params import (
+    ALLOWED,
+    ChatCompletionCreateParams,
+    ChatCompletionCreateParamsNonStreaming,
+    ChatCompletionCreateParamsStreaming,
+    ChatCompletionRequest,
+)
+from ._base import (
+    AsyncResource,
+    SyncResource,
+    async_raw_twin,
+    check_keywords,
+    keyword_signature,
+    raw_twin,
+    split_options,
+)
+
+if TYPE_CHECKING:
+    from .._streaming import AsyncStream, Stream
+
+__all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
+
+_REQUEST = TypeAdapter(ChatCompletionRequest)
+_KEYWORDS = frozenset(ChatCompletionCreateParams.__annotations__)
+_MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
+
+
+def message_param(message: object) -> object:
+    """A message as the wire wants it; reply objects are accepted as they are."""
+    if isinstance(message, ChatCompletion):
+        if not message.choices:
+            raise InvalidRequestError(
+                [
+                    Violation(
+                        "messages", message.id, "a ChatCompletion without choices has no message"
+                    )
+                ]
+            )
+        message = message.choices[0].message
+    if isinstance(message, Choice):
+        message = message.message
+    if isinstance(message, BaseModel):
+        return message.model_dump(mode="json", include=_MESSAGE_FIELDS, exclude_none=True)
+    return message
+
+
+def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
+    """Check the arguments of ``create`` and describe the call; raises before anything is sent."""
+    check_keywords(params, _KEYWORDS, "chat.completions.create")
+    body, options = split_options(params)
+    messages = body.get("messages")
+    if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
+        body["messages"] = [message_param(m) for m in messages]
+    validated = validate(_REQUEST, body, ALLOWED)
+    stream = bool(validated.get("stream"))
+    return APICall(
+        "POST",
+        "chat/completions",
+        parse=ChatCompletionChunk.model_validate_json
+        if stream
+        else ChatCompletion.model_validate_json,
+        body=_REQUEST.dump_json(validated),
+        options=options,  # type: ignore[arg-type]
+        stream=stream,
+    )
+
+
+class Completions(SyncResource):
+    """Chat completions (spec 2.1): ``create(model=..., messages=[...])``."""
+
+    @overload
+    def create(
+        self, **params: Unpack[ChatCompletionCreateParamsNonStreaming]
+    ) -> ChatCompletion: ...
+    @overload
+    def create(
+        self, **params: Unpack[ChatCompletionCreateParamsStreaming]
+    ) -> Stream[ChatCompletionChunk]: ...
+    @overload
+    def create(
+        self, **params: Unpack[ChatCompletionCreateParams]
+    ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
+    @keyword_signature(ChatCompletionCreateParams)
+    def create(
+        self, **params: Unpack[ChatCompletionCreateParams]
+    ) -> ChatCompletion | Stream[ChatCompletionChunk]:
+        """Create a chat completion; with ``stream=True``, a `Stream` of chunks.
+
+        Every argument is checked against the API's limits first: a bad one raises
+        `InvalidRequestError` and nothing is sent. Arguments not passed are not sent.
+        """
+        result: ChatCompletion | Stream[ChatCompletionChunk] = self._request(
+            build_create_call(params)
+        )
+        return result
+
+    @cached_property
+    def with_raw_response(self) -> CompletionsWithRawResponse:
+        """The same methods, returning the raw response (status, headers, attempts) too."""
+        return CompletionsWithRawResponse(self)
+
+
+class AsyncCompletions(AsyncResource):
+    """Chat completions (spec 2.1): ``await create(model=..., messages=[...])``."""
+
+    @overload
+    async def create(
+        self, **params: Unpack[ChatCompletionCreateParamsNonStreaming]
+    ) -> ChatCompletion: ...
+    @overload
+    async def create(
+        self, **params: Unpack[ChatCompletionCreateParamsStreaming]
+    ) -> AsyncStream[ChatCompletionChunk]: ...
+    @overload
+    async def create(
+        self, **params: Unpack[ChatCompletionCreateParams]
+    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
+    @keyword_signature(ChatCompletionCreateParams)
+    async def create(
+        self, **params: Unpack[ChatCompletionCreateParams]
+    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
+        """Create a chat completion; with ``stream=True``, an `AsyncStream` of chunks.
+
+        Every argument is checked against the API's limits first: a bad one raises
+        `InvalidRequestError` and nothing is sent. Arguments not passed are not sent.
+        """
+        result: ChatCompletion | AsyncStream[ChatCompletionChunk] = await self._request(
+            build_create_call(params)
+        )
+        return result
+
+    @cached_property
+    def with_raw_response(self) -> AsyncCompletionsWithRawResponse:
+        """The same methods, returning the raw response (status, headers, attempts) too."""
+        return AsyncCompletionsWithRawResponse(self)
+
+
+class CompletionsWithRawResponse:
+    def __init__(self, completions: Completions) -> None:
+        self.create = raw_twin(completions.create)
+
+
+class AsyncCompletionsWithRawResponse:
+    def __init__(self, completions: AsyncCompletions) -> None:
+        self.create = async_raw_twin(completions.create)
+
+
+class Chat(SyncResource):
+    """``client.chat``: the chat endpoints."""
+
+    @cached_property
+    def completions(self) -> Completions:
+        return Completions(self._client)
+
+
+class AsyncChat(AsyncResource):
+    """``client.chat``: the chat endpoints."""
+
+    @cached_property
+    def completions(self) -> AsyncCompletions:
+        return AsyncCompletions(self._client)
+
+
+_ = Message

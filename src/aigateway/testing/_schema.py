@@ -1,0 +1,301 @@
+"""Values that satisfy a JSON schema, drawn from a seeded random generator.
+
+The fake engine answers a tool call with arguments made here from the tool's ``parameters``
+schema, so a client under test receives arguments it can validate and use. Supported: ``type``
+(one or a list; ``null`` is avoided when another type is allowed) ``object`` with
+``properties`` / ``required`` (optional properties appear about half of the time), ``string``
+(``minLength`` / ``maxLength``, ``format`` date, date-time, time, email, uri/url, uuid),
+``number`` and ``integer`` (``minimum`` / ``maximum``, the exclusive forms, ``multipleOf``),
+``boolean``, ``null``, ``array`` (``items``, ``prefixItems``, ``minItems`` / ``maxItems``,
+``uniqueItems``), ``enum``, ``const``, ``anyOf`` / ``oneOf`` (one branch), ``allOf`` (merged),
+``$ref`` into ``#/$defs`` or ``#/definitions`` (as pydantic writes them), and boolean schemas.
+``pattern`` is not honoured. A missing or empty schema for a function's parameters gives ``{}``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import random
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["sample_arguments", "sample_schema"]
+
+_WORDS = (
+    "alpha", "blue", "river", "quick", "stone", "paris", "london", "data", "report", "green",
+    "summer", "north", "value", "sample", "query", "metric", "update", "orange", "delta", "cloud",
+)  # fmt: skip
+
+_MAX_DEPTH = 8
+_DEFAULT_SPAN = 100
+
+
+def sample_arguments(schema: object, rng: random.Random) -> dict[str, Any]:
+    """Arguments for a function whose ``parameters`` schema is ``schema`` (``{}`` when none)."""
+    if not isinstance(schema, Mapping) or not schema:
+        return {}
+    value = sample_schema(schema, rng)
+    return value if isinstance(value, dict) else {}
+
+
+def sample_schema(schema: object, rng: random.Random, root: object = None, depth: int = 0) -> Any:
+    """A value valid under ``schema`` (best effort for the unsupported keywords)."""
+    if root is None:
+        root = schema
+    if schema is True or schema is None:
+        return rng.choice(_WORDS)
+    if not isinstance(schema, Mapping):
+        return None
+    schema = _resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return rng.choice(schema["enum"])
+    if "allOf" in schema and isinstance(schema["allOf"], list):
+        return sample_schema(_merge_all_of(schema, root), rng, root, depth)
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            resolved = [_resolve(o, root) if isinstance(o, Mapping) else o for o in options]
+            non_null = [o for o in resolved if not _is_null_schema(o)] or resolved
+            base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+            choice = rng.choice(non_null)
+            merged = {**base, **choice} if isinstance(choice, Mapping) else choice
+            return sample_schema(merged, rng, root, depth + 1)
+    kind = _pick_type(schema, rng)
+    if kind == "object":
+        return _sample_object(schema, rng, root, depth)
+    if kind == "array":
+        return _sample_array(schema, rng, root, depth)
+    if kind == "integer":
+        return _sample_integer(schema, rng)
+    if kind == "number":
+        return _sample_number(schema, rng)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return _sample_string(schema, rng)
+
+
+def _resolve(schema: Mapping[str, Any], root: object) -> Mapping[str, Any]:
+    seen = 0
+    while isinstance(schema.get("$ref"), str) and seen < 32:
+        ref: str = schema["$ref"]
+        target: Any = root
+        if ref.startswith("#"):
+            for part in ref.lstrip("#").strip("/").split("/"):
+                if not part:
+                    continue
+                part = part.replace("~1", "/").replace("~0", "~")
+                target = target.get(part) if isinstance(target, Mapping) else None
+        else:
+            target = None
+        if not isinstance(target, Mapping):
+            return {k: v for k, v in schema.items() if k != "$ref"}
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        schema = {**target, **rest}
+        seen += 1
+    return schema
+
+
+def _merge_all_of(schema: Mapping[str, Any], root: object) -> dict[str, Any]:
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in schema["allOf"]:
+        if not isinstance(part, Mapping):
+            continue
+        part = _resolve(part, root)
+        for key, value in part.items():
+            if key == "properties" and isinstance(value, Mapping):
+                merged["properties"] = {**merged.get("properties", {}), **value}
+            elif key == "required" and isinstance(value, list):
+                merged["required"] = list(dict.fromkeys([*merged.get("required", []), *value]))
+            else:
+                merged.setdefault(key, value)
+    return merged
+
+
+def _is_null_schema(schema: object) -> bool:
+    return isinstance(schema, Mapping) and schema.get("type") == "null"
+
+
+def _pick_type(schema: Mapping[str, Any], rng: random.Random) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        options = [k for k in kind if k != "null"] or kind
+        return str(options[0]) if options else "string"
+    if isinstance(kind, str):
+        return kind
+    if "properties" in schema or "required" in schema:
+        return "object"
+    if "items" in schema or "prefixItems" in schema:
+        return "array"
+    if any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+        return "number"
+    return "string"
+
+
+def _sample_object(
+    schema: Mapping[str, Any], rng: random.Random, root: object, depth: int
+) -> dict[str, Any]:
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+    result: dict[str, Any] = {}
+    for name, subschema in properties.items():
+        if name in required or (depth < _MAX_DEPTH and rng.random() < 0.5):
+            result[name] = sample_schema(subschema, rng, root, depth + 1)
+    for name in required:
+        if name not in result:
+            result[name] = rng.choice(_WORDS)
+    return result
+
+
+def _sample_array(
+    schema: Mapping[str, Any], rng: random.Random, root: object, depth: int
+) -> list[Any]:
+    low = _int_or(schema.get("minItems"), None)
+    high = _int_or(schema.get("maxItems"), None)
+    if low is None:
+        low = 0 if depth >= _MAX_DEPTH else min(1, high) if high is not None else 1
+    if high is None:
+        high = low if depth >= _MAX_DEPTH else max(low, 3)
+    high = max(low, high)
+    count = rng.randint(low, high)
+    prefix = schema.get("prefixItems")
+    prefix = prefix if isinstance(prefix, list) else []
+    items = schema.get("items", True)
+    if isinstance(items, list):  # the older tuple form
+        prefix, items = items, schema.get("additionalItems", True)
+    unique = schema.get("uniqueItems") is True
+    result: list[Any] = []
+    seen: set[str] = set()
+    for index in range(count):
+        item_schema = prefix[index] if index < len(prefix) else items
+        for _ in range(20 if unique else 1):
+            value = sample_schema(item_schema, rng, root, depth + 1)
+            marker = repr(value)
+            if not unique or marker not in seen:
+                break
+        else:
+            if len(result) >= low:
+                break
+        seen.add(marker)
+        result.append(value)
+    return result
+
+
+def _int_or(value: object, default: int | None) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return int(value)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _bounds(schema: Mapping[str, Any]) -> tuple[float | None, bool, float | None, bool]:
+    """(low, low is exclusive, high, high is exclusive); draft-4 boolean exclusives too."""
+    low, high = _number(schema.get("minimum")), _number(schema.get("maximum"))
+    low_x = high_x = False
+    ex_low, ex_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if ex_low is True:
+        low_x = True
+    elif (value := _number(ex_low)) is not None and (low is None or value >= low):
+        low, low_x = value, True
+    if ex_high is True:
+        high_x = True
+    elif (value := _number(ex_high)) is not None and (high is None or value <= high):
+        high, high_x = value, True
+    return low, low_x, high, high_x
+
+
+def _sample_integer(schema: Mapping[str, Any], rng: random.Random) -> int:
+    low_f, low_x, high_f, high_x = _bounds(schema)
+    low = None if low_f is None else (math.floor(low_f) + 1 if low_x else math.ceil(low_f))
+    high = None if high_f is None else (math.ceil(high_f) - 1 if high_x else math.floor(high_f))
+    if low is None and high is None:
+        low, high = 0, _DEFAULT_SPAN
+    elif low is None:
+        assert high is not None
+        low = high - _DEFAULT_SPAN
+    elif high is None:
+        high = low + _DEFAULT_SPAN
+    high = max(low, high)
+    step = _number(schema.get("multipleOf"))
+    if step and step > 0 and float(step).is_integer():
+        m = int(step)
+        first, last = math.ceil(low / m), math.floor(high / m)
+        if first <= last:
+            return rng.randint(first, last) * m
+    return rng.randint(low, high)
+
+
+def _sample_number(schema: Mapping[str, Any], rng: random.Random) -> float | int:
+    low, low_x, high, high_x = _bounds(schema)
+    if low is None and high is None:
+        low, high = 0.0, float(_DEFAULT_SPAN)
+    elif low is None:
+        assert high is not None
+        low = high - _DEFAULT_SPAN
+    elif high is None:
+        high = low + _DEFAULT_SPAN
+    high = max(low, high)
+    step = _number(schema.get("multipleOf"))
+    if step and step > 0:
+        first = math.ceil(low / step) + (1 if low_x and (low / step).is_integer() else 0)
+        last = math.floor(high / step) - (1 if high_x and (high / step).is_integer() else 0)
+        if first <= last:
+            multiple = Decimal(repr(step)) * rng.randint(first, last)
+            return int(multiple) if float(step).is_integer() else float(multiple)
+    value = low + (high - low) * rng.uniform(0.05, 0.95)
+    rounded = round(value, 2)
+    inside = (rounded > low if low_x else rounded >= low) and (
+        rounded < high if high_x else rounded <= high
+    )
+    return rounded if inside else value
+
+
+def _sample_string(schema: Mapping[str, Any], rng: random.Random) -> str:
+    min_len = max(0, _int_or(schema.get("minLength"), 0) or 0)
+    max_len = _int_or(schema.get("maxLength"), None)
+    formatted = _formatted(schema.get("format"), rng)
+    if (
+        formatted is not None
+        and len(formatted) >= min_len
+        and (max_len is None or len(formatted) <= max_len)
+    ):
+        return formatted
+    text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 3)))
+    while len(text) < min_len:
+        text += " " + rng.choice(_WORDS)
+    if max_len is not None:
+        text = text[: max(max_len, 0)]
+    if text.endswith(" "):
+        text = text[:-1] + "x"
+    return text
+
+
+def _formatted(fmt: object, rng: random.Random) -> str | None:
+    if not isinstance(fmt, str):
+        return None
+    day = datetime.date(2024, 1, 1) + datetime.timedelta(days=rng.randint(0, 365))
+    seconds = rng.randint(0, 86_399)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    word = rng.choice(_WORDS)
+    return {
+        "date": day.isoformat(),
+        "date-time": f"{day.isoformat()}T{clock}Z",
+        "time": f"{clock}Z",
+        "email": f"{word}@example.com",
+        "uri": f"https://example.com/{word}",
+        "url": f"https://example.com/{word}",
+        "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+    }.get(fmt)

@@ -1,0 +1,92 @@
+"""An httpx transport, sync and async, that hands requests to a `MockGateway` in-process.
+
+``httpx.Client(transport=gateway.transport(), base_url=gateway.base_url)`` and the same with
+``httpx.AsyncClient`` talk to the gateway without a socket. Whole replies become ordinary
+responses; streamed replies become streamed responses whose body is read event by event, so
+``client.stream(...)`` and ``response.iter_lines()`` behave as over the network. Any client
+built on httpx (ours, the official ``openai`` SDK) accepts such a transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
+
+import httpx
+
+from ._wire import MockRequest, MockResponse
+
+if TYPE_CHECKING:
+    from ._gateway import MockGateway
+
+__all__ = ["MockTransport"]
+
+
+class _SyncStream(httpx.SyncByteStream):
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._chunks
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if callable(close):
+            close()
+
+
+class _AsyncStream(httpx.AsyncByteStream):
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+    async def aclose(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if callable(close):
+            close()
+
+
+def to_mock_request(request: httpx.Request, body: bytes) -> MockRequest:
+    """An httpx request as the gateway's `MockRequest` (path kept percent-encoded)."""
+    path, _, query = request.url.raw_path.decode("ascii").partition("?")
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    return MockRequest(request.method, path, headers, body, query)
+
+
+def to_httpx_response(
+    response: MockResponse, request: httpx.Request, *, asynchronous: bool
+) -> httpx.Response:
+    """The gateway's reply as an httpx response (streamed when its body is an iterator)."""
+    headers = list(response.headers.items())
+    if isinstance(response.body, bytes):
+        return httpx.Response(
+            response.status, headers=headers, content=response.body, request=request
+        )
+    stream: httpx.SyncByteStream | httpx.AsyncByteStream = (
+        _AsyncStream(response.body) if asynchronous else _SyncStream(response.body)
+    )
+    return httpx.Response(response.status, headers=headers, stream=stream, request=request)
+
+
+class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """Sends httpx requests to a `MockGateway`; works for both `httpx.Client` and
+    `httpx.AsyncClient`."""
+
+    def __init__(self, gateway: MockGateway) -> None:
+        self.gateway = gateway
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        response = self.gateway.handle(to_mock_request(request, body))
+        return to_httpx_response(response, request, asynchronous=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        response = self.gateway.handle(to_mock_request(request, body))
+        return to_httpx_response(response, request, asynchronous=True)
+
+    def __repr__(self) -> str:
+        return f"MockTransport(base_url={self.gateway.base_url!r})"

@@ -1,0 +1,1 @@
+"""Tests of aigateway.testing (the mock gateway), at the wire level."""

@@ -1,0 +1,32 @@
+"""Helpers shared by the mock gateway's tests."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+"""The tokenizer rule, restated here so tests check the mock against it, not against itself."""
+
+
+def tokens(text: str) -> int:
+    return len(TOKEN.findall(text))
+
+
+def user(text: str = "Hello, world!") -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+def parse_sse(raw: bytes) -> list[Any]:
+    """Events of a stream, strictly per spec section 6: every event is ``data: <json>`` and a
+    blank line; the last is ``data: [DONE]`` (returned as the string "[DONE]")."""
+    text = raw.decode("utf-8")
+    assert text.endswith("\n\n"), text[-50:]
+    events: list[Any] = []
+    for block in text[:-2].split("\n\n"):
+        assert block.startswith("data: "), block
+        assert "\n" not in block, block
+        payload = block[len("data: ") :]
+        events.append(payload if payload == "[DONE]" else json.loads(payload))
+    return events

@@ -1,0 +1,59 @@
+"""Shared fixtures: every client test runs against both `Client` and `AsyncClient`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from aigateway import AsyncClient, Client, RetryPolicy
+
+BASE_URL = "http://gateway.test/v1"
+API_KEY = "sk-test-5ecret-KEY"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def resolve(value: Any) -> Any:
+    """The result of a client call, awaited when the client is async."""
+    return await value if inspect.isawaitable(value) else value
+
+
+class Sleeps(list[float]):
+    """Records retry waits instead of sleeping."""
+
+    def sleep(self, seconds: float) -> None:
+        self.append(seconds)
+
+    async def async_sleep(self, seconds: float) -> None:
+        self.append(seconds)
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(sleep=self.sleep, async_sleep=self.async_sleep, random=lambda: 0.5)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture(params=["sync", "async"])
+async def client(
+    request: pytest.FixtureRequest, sleeps: Sleeps
+) -> AsyncIterator[Client | AsyncClient]:
+    """A client of each kind on BASE_URL (mock it with respx), retries recorded, not slept."""
+    if request.param == "sync":
+        with Client(
+            api_key=API_KEY, base_url=BASE_URL, retry_policy=sleeps.policy()
+        ) as sync_client:
+            yield sync_client
+    else:
+        async with AsyncClient(
+            api_key=API_KEY, base_url=BASE_URL, retry_policy=sleeps.policy()
+        ) as async_client:
+            yield async_client

@@ -1,0 +1,232 @@
+"""What goes on the wire for chat completions, checked with respx: exact JSON, headers,
+unset fields absent, and nothing at all sent for invalid input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from aigateway import AsyncClient, Client, InvalidRequestError
+from aigateway.types import ChatCompletion, Message
+
+from .conftest import API_KEY, BASE_URL, resolve
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "Hello"}]
+REPLY: dict[str, Any] = {
+    "id": "chatcmpl-abc",
+    "object": "chat.completion",
+    "created": 1_700_000_000,
+    "model": "gpt-4o-mini",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Hi there"},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+}
+
+
+@pytest.fixture
+def gateway() -> Any:
+    with respx.mock(base_url=BASE_URL, assert_all_called=False) as router:
+        yield router
+
+
+def sent(route: respx.Route) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(route.calls.last.request.content)
+    return body
+
+
+async def test_sends_exactly_the_given_fields(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=USER))
+    assert sent(route) == {"model": "gpt-4o-mini", "messages": USER}
+    request = route.calls.last.request
+    assert request.url == f"{BASE_URL}/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {API_KEY}"
+    assert request.headers["content-type"] == "application/json"
+
+
+async def test_every_field_of_the_spec_is_sent(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    tool = {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "d", "parameters": {"type": "object"}},
+    }
+    fields: dict[str, Any] = {
+        "max_tokens": 128000,
+        "temperature": 0,
+        "top_p": 1,
+        "stop": ["a", "b", "c", "d"],
+        "presence_penalty": -2,
+        "frequency_penalty": 2,
+        "user": "u-1",
+        "tools": [tool],
+        "tool_choice": "auto",
+        "functions": [{"name": "f", "parameters": {"type": "object"}}],
+        "response_format": {"type": "json_object"},
+        "seed": 7,
+    }
+    await resolve(client.chat.completions.create(model="m", messages=USER, **fields))
+    assert sent(route) == {"model": "m", "messages": USER, **fields}
+
+
+async def test_content_parts_and_reply_objects_pass_through(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    parts = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "https://img.test/cat.png"}},
+    ]
+    previous = ChatCompletion.model_validate(REPLY)
+    messages: list[Any] = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": parts},
+        previous,  # a whole reply
+        previous.choices[0].message,  # a reply message
+        Message(role="user", content="and now?"),
+    ]
+    await resolve(client.chat.completions.create(model="m", messages=messages))
+    assert sent(route)["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": parts},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "user", "content": "and now?"},
+    ]
+
+
+async def test_assistant_tool_calls_round_trip(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    tool_reply = {
+        **REPLY,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+    }
+    route = gateway.post("/chat/completions").respond(200, json=tool_reply)
+    first = await resolve(client.chat.completions.create(model="m", messages=USER))
+    await resolve(
+        client.chat.completions.create(
+            model="m",
+            messages=[*USER, first, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+        )
+    )
+    assert sent(route)["messages"][1] == {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+
+
+async def test_per_call_headers_body_and_timeout(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    await resolve(
+        client.chat.completions.create(
+            model="m",
+            messages=USER,
+            extra_headers={"X-Trace": "t-1"},
+            extra_body={"provider_option": {"a": 1}},
+            timeout=3.5,
+        )
+    )
+    request = route.calls.last.request
+    assert request.headers["x-trace"] == "t-1"
+    assert sent(route) == {"model": "m", "messages": USER, "provider_option": {"a": 1}}
+    assert request.extensions["timeout"] == httpx.Timeout(3.5).as_dict()
+
+
+INVALID: list[tuple[dict[str, Any], str, str]] = [
+    ({"temperature": 2.5}, "temperature", "from 0 to 2"),
+    ({"top_p": -0.1}, "top_p", "from 0 to 1"),
+    ({"max_tokens": 0}, "max_tokens", "from 1 to 128000"),
+    ({"max_tokens": 128001}, "max_tokens", "from 1 to 128000"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "at most 4"),
+    ({"messages": []}, "messages", "at least 1"),
+    (
+        {"messages": [{"role": "robot", "content": "x"}]},
+        "messages.0",
+        "'system', 'user', 'assistant', 'tool'",
+    ),
+    ({"presence_penalty": 3}, "presence_penalty", "from -2 to 2"),
+    ({"frequency_penalty": -2.01}, "frequency_penalty", "from -2 to 2"),
+    ({"tool_choice": "sometimes"}, "tool_choice", "'auto'"),
+    ({"response_format": {"type": "yaml"}}, "response_format.type", "json_object"),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "video", "url": "x"}]}]},
+        "messages.0.content.0",
+        "image_url",
+    ),
+    ({"max_tokens": True}, "max_tokens", "integer"),
+]
+
+
+@pytest.mark.parametrize(("override", "field", "allowed"), INVALID)
+async def test_invalid_input_is_refused_before_sending(
+    client: Client | AsyncClient,
+    gateway: respx.Router,
+    override: dict[str, Any],
+    field: str,
+    allowed: str,
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    params: dict[str, Any] = {"model": "m", "messages": USER, **override}
+    with pytest.raises(InvalidRequestError) as caught:
+        await resolve(client.chat.completions.create(**params))
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert error.field == field
+    assert allowed in str(error)
+    assert repr(params.get(field.split(".")[0], ""))[:10] in str(error) or field.startswith(
+        "messages."
+    )
+    assert not route.called
+
+
+async def test_unknown_keyword_is_a_type_error_naming_the_closest(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    with pytest.raises(TypeError, match="'temprature'; did you mean 'temperature'"):
+        await resolve(client.chat.completions.create(model="m", messages=USER, temprature=1))  # type: ignore[call-overload]
+    assert not route.called
+
+
+async def test_missing_model_is_refused(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    with pytest.raises(InvalidRequestError, match="model"):
+        await resolve(client.chat.completions.create(messages=USER))  # type: ignore[call-overload]
+    assert not route.called

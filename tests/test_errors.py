@@ -1,0 +1,191 @@
+"""Replies that are errors or not what the API promises become typed errors carrying what arrived."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import aigateway
+from aigateway import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+    AsyncClient,
+    AuthenticationError,
+    BadRequestError,
+    Client,
+    InsufficientCreditsError,
+    InternalServerError,
+    NotFoundError,
+    RateLimitError,
+    ServiceUnavailableError,
+)
+
+from .conftest import API_KEY, BASE_URL, resolve
+
+pytestmark = pytest.mark.anyio
+USER = [{"role": "user", "content": "Hello"}]
+
+
+def error_body(code: str, type_: str, message: str = "nope") -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "code": code}}
+
+
+@pytest.fixture
+def gateway() -> Any:
+    with respx.mock(base_url=BASE_URL, assert_all_called=False) as router:
+        yield router
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "cls"),
+    [
+        (400, error_body("invalid_parameter", "invalid_request_error"), BadRequestError),
+        (401, error_body("invalid_api_key", "authentication_error"), AuthenticationError),
+        (401, error_body("invalid_api_key", "invalid_request_error"), AuthenticationError),
+        (402, error_body("insufficient_credits", "insufficient_credits"), InsufficientCreditsError),
+        (402, error_body("insufficient_balance", "insufficient_balance"), InsufficientCreditsError),
+        (429, error_body("insufficient_quota", "insufficient_quota"), InsufficientCreditsError),
+        (404, error_body("model_not_found", "not_found_error"), NotFoundError),
+        (429, error_body("rate_limit_exceeded", "rate_limit_error"), RateLimitError),
+        (500, error_body("server_error", "server_error"), InternalServerError),
+        (502, error_body("bad_gateway", "server_error"), InternalServerError),
+        (503, error_body("unavailable", "service_unavailable"), ServiceUnavailableError),
+        (409, error_body("conflict", "conflict"), APIStatusError),
+    ],
+)
+async def test_status_and_code_pick_the_class(
+    client: Client | AsyncClient,
+    gateway: respx.Router,
+    status: int,
+    body: dict[str, Any],
+    cls: type[APIStatusError],
+) -> None:
+    gateway.post("/chat/completions").respond(status, json=body, headers={"x-request-id": "req_42"})
+    with pytest.raises(cls) as caught:
+        await resolve(
+            client.with_options(max_retries=0).chat.completions.create(model="m", messages=USER)
+        )
+    error = caught.value
+    assert type(error) is cls
+    assert error.status_code == status
+    assert error.code == body["error"]["code"]
+    assert error.error_type == body["error"]["type"]
+    assert error.body == body
+    assert error.request_id == "req_42"
+    assert "nope" in str(error)
+    assert f"HTTP {status}" in str(error)
+    assert API_KEY not in str(error)
+    assert API_KEY not in repr(error)
+
+
+async def test_rate_limit_error_carries_the_headers(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    headers = {
+        "X-RateLimit-Limit": "60",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": "1700000060",
+    }
+    gateway.post("/chat/completions").respond(
+        429, json=error_body("rate_limit", "rate_limit"), headers=headers
+    )
+    with pytest.raises(RateLimitError) as caught:
+        await resolve(
+            client.with_options(max_retries=0).chat.completions.create(model="m", messages=USER)
+        )
+    assert caught.value.rate_limit == aigateway.RateLimitInfo(
+        limit=60, remaining=0, reset=1_700_000_060
+    )
+
+
+async def test_insufficient_credits_carries_the_balance(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    body = error_body("insufficient_credits", "insufficient_credits")
+    body["error"]["_remaining_credits"] = 0.25
+    gateway.post("/chat/completions").respond(402, json=body)
+    with pytest.raises(InsufficientCreditsError) as caught:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    assert caught.value.remaining_credits == 0.25
+
+
+async def test_html_from_a_proxy_still_gives_the_right_class(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+    gateway.post("/chat/completions").respond(502, text=page, headers={"content-type": "text/html"})
+    with pytest.raises(InternalServerError) as caught:
+        await resolve(
+            client.with_options(max_retries=0).chat.completions.create(model="m", messages=USER)
+        )
+    error = caught.value
+    assert error.body is None
+    assert error.text == page
+    assert "502 Bad Gateway" in str(error)
+    assert "text/html" in str(error)
+
+
+async def test_html_instead_of_json_on_200_is_a_validation_error(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    gateway.post("/chat/completions").respond(
+        200, text="<html>login</html>", headers={"content-type": "text/html"}
+    )
+    with pytest.raises(APIResponseValidationError) as caught:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    assert caught.value.body == b"<html>login</html>"
+    assert "<html>login</html>" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id": "chatcmpl-1", "object": "chat.completion"}',  # no choices
+        b'{"id": "chatcmpl-1", "choices": [{"index": 0, "mess',  # truncated
+        b"[]",
+        b"",
+    ],
+)
+async def test_reply_of_the_wrong_shape_is_a_validation_error(
+    client: Client | AsyncClient, gateway: respx.Router, body: bytes
+) -> None:
+    gateway.post("/chat/completions").respond(
+        200, content=body, headers={"content-type": "application/json"}
+    )
+    with pytest.raises(APIResponseValidationError) as caught:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    assert caught.value.body == body
+    assert caught.value.status_code == 200
+
+
+async def test_missing_choices_names_the_field(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    gateway.post("/chat/completions").respond(200, json={"id": "chatcmpl-1"})
+    with pytest.raises(APIResponseValidationError, match="choices"):
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+
+
+async def test_connection_errors_and_timeouts(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    client = client.with_options(max_retries=0)
+    gateway.post("/chat/completions").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(APIConnectionError) as caught:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    assert not isinstance(caught.value, APITimeoutError)
+    gateway.post("/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
+    with pytest.raises(APITimeoutError):
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+
+
+def test_every_error_is_an_aigateway_error() -> None:
+    for name in aigateway.errors.__all__:
+        obj = getattr(aigateway.errors, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, aigateway.AIGatewayError), name

@@ -52,6 +52,9 @@ class APICall(Generic[T]):
     """When true, ``parse`` is applied to each event's data and a Stream is returned."""
     raw: bool = False
     """When true, a `RawResponse` is returned instead of the parsed result."""
+    side_effect: bool = False
+    """The call acts on the world (sends an email, moves money, writes data): it is retried
+    only when it carries an idempotency key, so a retry cannot repeat the act."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,9 @@ class BasePipeline:
             headers.update(_JSON_HEADERS)
         if call.stream:
             headers["Accept"] = "text/event-stream"
+        idempotency_key = options.get("idempotency_key")
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
         extra_headers = options.get("extra_headers")
         if extra_headers:
             headers.update(extra_headers)
@@ -150,6 +156,9 @@ class BasePipeline:
         )
 
     def retry_budget(self, call: APICall[Any]) -> int:
+        """How many retries this call may have: none for an act without an idempotency key."""
+        if call.side_effect and not call.options.get("idempotency_key"):
+            return 0
         return call.options.get("max_retries", self.config.max_retries)
 
     def status_error(self, response: httpx.Response, attempts: int) -> APIStatusError:

@@ -19,7 +19,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
 
-OPTION_KEYS = ("extra_headers", "extra_body", "timeout", "max_retries")
+OPTION_KEYS = ("extra_headers", "extra_body", "timeout", "max_retries", "idempotency_key")
 
 
 class _Unset:

@@ -210,15 +210,13 @@ class MockGateway:
         path = raw_path[3:] if raw_path == "/v1" or raw_path.startswith("/v1/") else None
         if path is not None and len(path) > 1:
             path = path.rstrip("/")
-        routes: dict[str, _Handler] = {}
+        routes: Mapping[str, _Handler] = {}
         argument = ""
-        if path == "/chat/completions":
-            routes = {"POST": MockGateway._chat_completions}
-        elif path == "/models":
-            routes = {"GET": MockGateway._list_models}
-        elif path is not None and path.startswith("/models/"):
-            argument = urllib.parse.unquote(path[len("/models/") :])
-            routes = {"GET": MockGateway._retrieve_model}
+        if path is not None:
+            routes = _EXACT_ROUTES.get(path, {})
+            for prefix, prefix_routes in _PREFIX_ROUTES:
+                if not routes and path.startswith(prefix) and len(path) > len(prefix):
+                    routes, argument = prefix_routes, urllib.parse.unquote(path[len(prefix) :])
         if not routes:
             return error_response(
                 404, f"no route for {request.method} {raw_path}", _INVALID, "not_found"
@@ -405,3 +403,13 @@ def _key_of(key_or_account: str | Account) -> str:
 def _credits_value(amount: Decimal) -> float:
     """A credit amount as it appears in replies: a float rounded to 6 decimals."""
     return round(float(amount), 6)
+
+
+# The routes, relative to /v1: exact paths, then prefixes whose rest is the handler's argument.
+_EXACT_ROUTES: dict[str, dict[str, _Handler]] = {
+    "/chat/completions": {"POST": MockGateway._chat_completions},
+    "/models": {"GET": MockGateway._list_models},
+}
+_PREFIX_ROUTES: list[tuple[str, dict[str, _Handler]]] = [
+    ("/models/", {"GET": MockGateway._retrieve_model}),
+]

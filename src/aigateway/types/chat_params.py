@@ -174,6 +174,9 @@ class RequestOptions(TypedDict, total=False):
     """This call's timeout, replacing the client's."""
     max_retries: int
     """This call's retry budget, replacing the client's."""
+    idempotency_key: str
+    """Sent as ``Idempotency-Key`` and reused across this call's retries, so the gateway
+    performs the call at most once; calls that act on the world are retried only with one."""
 
 
 class _ChatSettings(TypedDict, total=False):

@@ -14,9 +14,10 @@ BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Async tests run on asyncio and on trio: the client must not assume an event loop."""
+    return request.param
 
 
 async def resolve(value: Any) -> Any:

@@ -1,0 +1,31 @@
+"""The README's two newcomer commands stay true: CI runs the test command exactly as written,
+and the quickstart the other command runs exists (tests/test_docs_examples.py runs it)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bash_block_after(heading: str) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split(heading, 1)[1]
+    match = re.search(r"```bash\n(.*?)\n```", section, re.DOTALL)
+    assert match, f"no bash block after {heading!r}"
+    return match.group(1).strip()
+
+
+def test_ci_runs_the_readme_test_command_exactly() -> None:
+    command = bash_block_after("## Run the tests")
+    assert "pytest" in command
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_try_it_command_runs_an_example_that_exists() -> None:
+    command = bash_block_after("## Try it")
+    script = re.search(r"python (examples/\S+\.py)", command)
+    assert script, command
+    assert (ROOT / script.group(1)).is_file()
+    assert "pip install" in command

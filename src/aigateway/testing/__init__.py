@@ -1,9 +1,10 @@
 """A mock Unified AI Gateway for tests: in-process, stateful and deterministic.
 
 `MockGateway` serves ``POST /chat/completions``, ``GET /models`` and ``GET /models/{id}``
-exactly as the spec describes them, and every non-chat service category on ``POST /run`` and
-``POST /image/generate`` (with the files they make at ``GET /files/{id}``), (bodies, stream events, error bodies, headers), with
-accounts and credits, a replaceable model catalogue and a seeded fake model::
+exactly as the spec describes them (bodies, stream events, error bodies, headers), and every
+non-chat service category on ``POST /run`` and ``POST /image/generate`` (the files they make at
+``GET /files/{id}``), with accounts and credits, replaceable model and service catalogues and a
+seeded fake model::
 
     import httpx
     from aigateway.testing import MockGateway

@@ -8,7 +8,6 @@ import io
 import json
 import struct
 import wave
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +32,6 @@ from aigateway.types.services import ImageResult, RunResult, SpeechResult
 from .conftest import API_KEY, BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def gateway() -> MockGateway:
-    return MockGateway(seed=5)
-
-
-@pytest.fixture(params=["sync", "async"])
-async def mock_client(
-    request: pytest.FixtureRequest, gateway: MockGateway
-) -> AsyncIterator[Client | AsyncClient]:
-    if request.param == "sync":
-        with gateway.client(max_retries=0) as client:
-            yield client
-    else:
-        async with gateway.async_client(max_retries=0) as async_client:
-            yield async_client
 
 
 async def read(result: Any) -> bytes:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aigateway import AsyncClient, Client, RetryPolicy
+from aigateway.testing import MockGateway
 
 BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"
@@ -57,4 +58,23 @@ async def client(
         async with AsyncClient(
             api_key=API_KEY, base_url=BASE_URL, retry_policy=sleeps.policy()
         ) as async_client:
+            yield async_client
+
+
+@pytest.fixture
+def gateway() -> MockGateway:
+    """A fresh mock gateway (20 credits, seed 3)."""
+    return MockGateway(seed=3)
+
+
+@pytest.fixture(params=["sync", "async"])
+async def mock_client(
+    request: pytest.FixtureRequest, gateway: MockGateway
+) -> AsyncIterator[Client | AsyncClient]:
+    """A client of each kind wired to ``gateway`` in-process, without retries."""
+    if request.param == "sync":
+        with gateway.client(max_retries=0) as client:
+            yield client
+    else:
+        async with gateway.async_client(max_retries=0) as async_client:
             yield async_client

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -38,23 +37,6 @@ WEATHER_TOOL = {
         },
     },
 }
-
-
-@pytest.fixture
-def gateway() -> MockGateway:
-    return MockGateway(seed=3)
-
-
-@pytest.fixture(params=["sync", "async"])
-async def mock_client(
-    request: pytest.FixtureRequest, gateway: MockGateway
-) -> AsyncIterator[Client | AsyncClient]:
-    if request.param == "sync":
-        with gateway.client(max_retries=0) as client:
-            yield client
-    else:
-        async with gateway.async_client(max_retries=0) as async_client:
-            yield async_client
 
 
 async def test_completion_shape_usage_and_credits(

@@ -41,6 +41,7 @@ def test_lazy_names_resolve() -> None:
 
     assert aigateway.ChatCompletion.__name__ == "ChatCompletion"
     assert aigateway.Stream.__name__ == "Stream"
+    assert aigateway.RunResult.__name__ == "RunResult"
     assert set(aigateway.__all__) <= set(dir(aigateway)) | {
         "ChatCompletion",
         "ChatCompletionChunk",
@@ -49,4 +50,5 @@ def test_lazy_names_resolve() -> None:
         "ModelList",
         "Stream",
         "AsyncStream",
+        "RunResult",
     }

@@ -44,6 +44,7 @@ from .errors import (
 if TYPE_CHECKING:
     from ._streaming import AsyncStream, Stream
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+    from .types.services import RunResult
 
 _LAZY = {
     "Stream": "._streaming",
@@ -53,6 +54,7 @@ _LAZY = {
     "Message": ".types",
     "Model": ".types",
     "ModelList": ".types",
+    "RunResult": ".types.services",
 }
 
 
@@ -95,6 +97,7 @@ __all__ = [
     "RateLimitInfo",
     "RawResponse",
     "RetryPolicy",
+    "RunResult",
     "Secret",
     "ServiceUnavailableError",
     "Stream",

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping
 from functools import cached_property
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 import httpx
 
@@ -32,13 +32,56 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from .resources.chat import AsyncChat, Chat
+    from .resources.data import (
+        AsyncDatabases,
+        AsyncDocuments,
+        AsyncStorage,
+        Databases,
+        Documents,
+        Storage,
+    )
+    from .resources.media import AsyncAudio, AsyncImages, AsyncVideos, Audio, Images, Videos
+    from .resources.messaging import AsyncEmail, AsyncPayments, AsyncSms, Email, Payments, Sms
     from .resources.models import AsyncModels, Models
+    from .resources.run import AsyncRun, Run
+    from .resources.web import AsyncSocial, AsyncWeb, Social, Web
 
 __all__ = ["AsyncClient", "Client"]
 
 PipelineT = TypeVar("PipelineT", bound=BasePipeline)
+ResourceT = TypeVar("ResourceT")
 _KEEP: object = object()
-_RESOURCE_CACHE = ("chat", "models")
+_RESOURCE_CACHE = (
+    "chat", "models", "run", "images", "videos", "audio", "web", "social", "email", "sms",
+    "payments", "documents", "storage", "databases",
+)  # fmt: skip
+
+
+class _LazyResource(Generic[ResourceT]):
+    """A resource built on first access from ``aigateway.resources.<module>`` and then kept
+    on the client, like a ``cached_property`` (so ``import aigateway`` stays cheap)."""
+
+    def __init__(self, module: str, class_name: str, doc: str) -> None:
+        self._module = module
+        self._class_name = class_name
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, client: object, owner: type) -> ResourceT: ...
+    def __get__(self, client: object | None, owner: type) -> Self | ResourceT:
+        if client is None:
+            return self
+        import importlib
+
+        module = importlib.import_module(f".resources.{self._module}", __package__)
+        resource: ResourceT = getattr(module, self._class_name)(client)
+        client.__dict__[self._name] = resource
+        return resource
 
 
 class _BaseClient(Generic[PipelineT]):
@@ -212,6 +255,57 @@ class Client(_BaseClient[SyncPipeline]):
 
         return Models(self)
 
+    run: _LazyResource[Run] = _LazyResource(
+        "run",
+        "Run",
+        "Any service on ``POST /run``: ``client.run(model, inputs)`` returns a `RunResult`.",
+    )
+    images: _LazyResource[Images] = _LazyResource(
+        "media",
+        "Images",
+        "Image generation: ``client.images.generate(model=..., prompt=..., size=...)``.",
+    )
+    videos: _LazyResource[Videos] = _LazyResource(
+        "media",
+        "Videos",
+        "Video generation: ``client.videos.generate(model=..., prompt=..., duration=...)``.",
+    )
+    audio: _LazyResource[Audio] = _LazyResource(
+        "media",
+        "Audio",
+        "Speech: ``audio.speech(model=..., text=...)``, ``audio.transcribe(model=..., audio=...)``.",
+    )
+    web: _LazyResource[Web] = _LazyResource(
+        "web",
+        "Web",
+        "The web: ``web.scrape(model=..., url=...)``, ``web.search(model=..., query=...)``.",
+    )
+    social: _LazyResource[Social] = _LazyResource(
+        "web", "Social", "Social data: ``social.profile(model=..., handle=...)``."
+    )
+    email: _LazyResource[Email] = _LazyResource(
+        "messaging", "Email", "Email: ``email.send(model=..., to=..., subject=..., text=...)``."
+    )
+    sms: _LazyResource[Sms] = _LazyResource(
+        "messaging", "Sms", "SMS: ``sms.send(model=..., to='+14155550123', text=...)``."
+    )
+    payments: _LazyResource[Payments] = _LazyResource(
+        "messaging",
+        "Payments",
+        "Payments: ``payments.create(model=..., amount=..., currency=...)``.",
+    )
+    documents: _LazyResource[Documents] = _LazyResource(
+        "data", "Documents", "Document parsing: ``documents.parse(model=..., file=...)``."
+    )
+    storage: _LazyResource[Storage] = _LazyResource(
+        "data", "Storage", "Object storage: ``storage.put/get/list/delete(model=..., ...)``."
+    )
+    databases: _LazyResource[Databases] = _LazyResource(
+        "data",
+        "Databases",
+        "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
+    )
+
     def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""
         if not self._closed and self._owns_http_client:
@@ -278,6 +372,59 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
         from .resources.models import AsyncModels
 
         return AsyncModels(self)
+
+    run: _LazyResource[AsyncRun] = _LazyResource(
+        "run",
+        "AsyncRun",
+        "Any service on ``POST /run``: ``await client.run(model, inputs)`` returns a `RunResult`.",
+    )
+    images: _LazyResource[AsyncImages] = _LazyResource(
+        "media",
+        "AsyncImages",
+        "Image generation: ``await client.images.generate(model=..., prompt=..., size=...)``.",
+    )
+    videos: _LazyResource[AsyncVideos] = _LazyResource(
+        "media",
+        "AsyncVideos",
+        "Video generation: ``await client.videos.generate(model=..., prompt=..., duration=...)``.",
+    )
+    audio: _LazyResource[AsyncAudio] = _LazyResource(
+        "media",
+        "AsyncAudio",
+        "Speech: ``audio.speech(model=..., text=...)``, ``audio.transcribe(model=..., audio=...)``.",
+    )
+    web: _LazyResource[AsyncWeb] = _LazyResource(
+        "web",
+        "AsyncWeb",
+        "The web: ``web.scrape(model=..., url=...)``, ``web.search(model=..., query=...)``.",
+    )
+    social: _LazyResource[AsyncSocial] = _LazyResource(
+        "web", "AsyncSocial", "Social data: ``social.profile(model=..., handle=...)``."
+    )
+    email: _LazyResource[AsyncEmail] = _LazyResource(
+        "messaging",
+        "AsyncEmail",
+        "Email: ``email.send(model=..., to=..., subject=..., text=...)``.",
+    )
+    sms: _LazyResource[AsyncSms] = _LazyResource(
+        "messaging", "AsyncSms", "SMS: ``sms.send(model=..., to='+14155550123', text=...)``."
+    )
+    payments: _LazyResource[AsyncPayments] = _LazyResource(
+        "messaging",
+        "AsyncPayments",
+        "Payments: ``payments.create(model=..., amount=..., currency=...)``.",
+    )
+    documents: _LazyResource[AsyncDocuments] = _LazyResource(
+        "data", "AsyncDocuments", "Document parsing: ``documents.parse(model=..., file=...)``."
+    )
+    storage: _LazyResource[AsyncStorage] = _LazyResource(
+        "data", "AsyncStorage", "Object storage: ``storage.put/get/list/delete(model=..., ...)``."
+    )
+    databases: _LazyResource[AsyncDatabases] = _LazyResource(
+        "data",
+        "AsyncDatabases",
+        "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
+    )
 
     async def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""

@@ -43,7 +43,9 @@ class APICall(Generic[T]):
 
     method: str
     path: str
-    """Relative to the base URL, without a leading slash (``chat/completions``)."""
+    """Relative to the base URL, without a leading slash (``chat/completions``); or an absolute
+    URL (a file to fetch), which gets no ``Authorization`` header unless it is on the gateway's
+    own host."""
     parse: Callable[[bytes], T]
     """Bytes of a 2xx reply to the typed result (e.g. ``Model.model_validate_json``)."""
     body: bytes | None = None
@@ -147,9 +149,12 @@ class BasePipeline:
         timeout = (
             coerce_timeout(options["timeout"]) if "timeout" in options else self.config.timeout
         )
+        url = self.config.base_url.join(call.path)
+        if not _same_origin(url, self.config.base_url):
+            headers.pop("Authorization", None)  # the key goes to the gateway only
         return self.http_client.build_request(
             call.method,
-            self.config.base_url.join(call.path),
+            url,
             headers=headers,
             content=body,
             timeout=timeout,
@@ -170,6 +175,10 @@ class BasePipeline:
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
+
+
+def _same_origin(url: httpx.URL, base: httpx.URL) -> bool:
+    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
 
 
 def make_status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:

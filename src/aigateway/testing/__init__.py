@@ -1,8 +1,10 @@
 """A mock Unified AI Gateway for tests: in-process, stateful and deterministic.
 
 `MockGateway` serves ``POST /chat/completions``, ``GET /models`` and ``GET /models/{id}``
-exactly as the spec describes them (bodies, stream events, error bodies, headers), with
-accounts and credits, a replaceable model catalogue and a seeded fake model::
+exactly as the spec describes them (bodies, stream events, error bodies, headers), and every
+non-chat service category on ``POST /run`` and ``POST /image/generate`` (the files they make at
+``GET /files/{id}``), with accounts and credits, replaceable model and service catalogues and a
+seeded fake model::
 
     import httpx
     from aigateway.testing import MockGateway
@@ -24,6 +26,7 @@ from ._accounts import Account, Charge, ChargeResult, Ledger
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
 from ._gateway import MockGateway
+from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._transport import MockTransport
 from ._wire import MockRequest, MockResponse
 
@@ -39,5 +42,10 @@ __all__ = [
     "MockResponse",
     "MockTransport",
     "ModelSpec",
+    "ServiceCatalogue",
+    "ServiceSpec",
+    "ServiceStores",
+    "FileStore",
     "default_catalogue",
+    "default_services",
 ]

@@ -29,9 +29,16 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
-__all__ = ["Catalogue", "ModelSpec", "default_catalogue", "model_object", "normalize_id"]
+__all__ = [
+    "Catalogue",
+    "ModelSpec",
+    "SpecCatalogue",
+    "default_catalogue",
+    "model_object",
+    "normalize_id",
+]
 
 
 @dataclass(frozen=True)
@@ -108,33 +115,44 @@ def model_object(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
-class Catalogue(MutableMapping[str, ModelSpec]):
-    """The models a gateway serves, keyed by id, in insertion order.
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
 
-    A mutable mapping: ``catalogue["my-model"] = ModelSpec("my-model", ...)`` adds one (the key
-    must be the spec's id), ``del catalogue["gpt-4o"]`` removes one. `find` looks an id up in
-    either spelling; `closest` names the nearest known ids.
+
+SpecT = TypeVar("SpecT", bound=_HasId)
+
+
+class SpecCatalogue(MutableMapping[str, SpecT]):
+    """Specs keyed by id, in insertion order, looked up in either spelling of an id.
+
+    A mutable mapping: ``catalogue[spec.id] = spec`` adds one (the key must be the spec's id),
+    ``del catalogue[id]`` removes one. `find` looks an id up in either spelling; `closest`
+    names the nearest known ids. Subclasses name the spec type they hold.
     """
 
-    def __init__(self, specs: Iterable[ModelSpec] = ()) -> None:
-        self._specs: dict[str, ModelSpec] = {}
+    spec_type: ClassVar[type]
+
+    def __init__(self, specs: Iterable[SpecT] = ()) -> None:
+        self._specs: dict[str, SpecT] = {}
         self._lock = threading.Lock()
         for spec in specs:
             self.add(spec)
 
-    def add(self, spec: ModelSpec) -> None:
-        """Add ``spec``, or replace the model with the same id."""
+    def add(self, spec: SpecT) -> None:
+        """Add ``spec``, or replace the one with the same id."""
         self[spec.id] = spec
 
-    def __setitem__(self, key: str, spec: ModelSpec) -> None:
-        if not isinstance(spec, ModelSpec):
-            raise TypeError(f"a catalogue holds ModelSpec objects, not {type(spec).__name__}")
+    def __setitem__(self, key: str, spec: SpecT) -> None:
+        kind = self.spec_type.__name__
+        if not isinstance(spec, self.spec_type):
+            raise TypeError(f"a catalogue holds {kind} objects, not {type(spec).__name__}")
         if key != spec.id:
-            raise ValueError(f"key {key!r} differs from the model's id {spec.id!r}")
+            raise ValueError(f"key {key!r} differs from the {kind}'s id {spec.id!r}")
         with self._lock:
             self._specs[key] = spec
 
-    def __getitem__(self, key: str) -> ModelSpec:
+    def __getitem__(self, key: str) -> SpecT:
         return self._specs[key]
 
     def __delitem__(self, key: str) -> None:
@@ -147,23 +165,34 @@ class Catalogue(MutableMapping[str, ModelSpec]):
     def __len__(self) -> int:
         return len(self._specs)
 
-    def specs(self) -> list[ModelSpec]:
-        """The models, in catalogue order."""
+    def specs(self) -> list[SpecT]:
+        """The specs, in catalogue order."""
         return list(self._specs.values())
 
-    def find(self, model_id: str) -> ModelSpec | None:
-        """The model named ``model_id`` in either spelling (any case), or None."""
-        exact = self._specs.get(model_id)
+    def find(self, spec_id: str) -> SpecT | None:
+        """The spec named ``spec_id`` in either spelling (any case), or None."""
+        exact = self._specs.get(spec_id)
         if exact is not None:
             return exact
-        wanted = normalize_id(model_id)
+        wanted = normalize_id(spec_id)
         return next((s for s in self.specs() if normalize_id(s.id) == wanted), None)
 
-    def closest(self, model_id: str, n: int = 3) -> list[str]:
-        """Up to ``n`` known ids that look most like ``model_id`` (may be empty)."""
+    def closest(self, spec_id: str, n: int = 3) -> list[str]:
+        """Up to ``n`` known ids that look most like ``spec_id`` (may be empty)."""
         by_normal = {normalize_id(spec.id): spec.id for spec in self.specs()}
-        matches = difflib.get_close_matches(normalize_id(model_id), by_normal, n=n, cutoff=0.4)
+        matches = difflib.get_close_matches(normalize_id(spec_id), by_normal, n=n, cutoff=0.4)
         return [by_normal[match] for match in matches]
 
     def __repr__(self) -> str:
-        return f"Catalogue({list(self._specs)!r})"
+        return f"{type(self).__name__}({list(self._specs)!r})"
+
+
+class Catalogue(SpecCatalogue[ModelSpec]):
+    """The chat models a gateway serves, keyed by id, in insertion order.
+
+    A mutable mapping: ``catalogue["my-model"] = ModelSpec("my-model", ...)`` adds one (the key
+    must be the spec's id), ``del catalogue["gpt-4o"]`` removes one. `find` looks an id up in
+    either spelling; `closest` names the nearest known ids.
+    """
+
+    spec_type = ModelSpec

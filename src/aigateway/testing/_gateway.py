@@ -15,6 +15,8 @@ Routes (the base URL ends in ``/v1``, which the router strips):
   ``_remaining_credits`` and ``_balance_warning`` (balance below 10). A streamed reply is
   charged before its first byte, since the whole output is known then.
 * ``GET /v1/models`` and ``GET /v1/models/{id}`` (ids may contain ``/``, raw or as ``%2F``).
+* ``POST /v1/run``, ``POST /v1/image/generate`` and ``GET /v1/files/{id}``: the non-chat
+  services, billed per the spec's units (`aigateway.testing._run`, `._services`, `._media`).
 * Anything else: 404 (unknown path) or 405 (wrong method), both with an Error body.
 
 Every reply carries ``content-type`` and ``x-request-id`` (``req_`` + hex from the seed and a
@@ -49,6 +51,8 @@ from ._engine import (
     tool_choice_problem,
 )
 from ._ids import IdSource
+from ._run import handle_file, handle_image_generate, handle_run
+from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._wire import MockRequest, MockResponse, error_response, json_response, sse_response
 
 if TYPE_CHECKING:
@@ -70,7 +74,8 @@ _Handler = Callable[["MockGateway", MockRequest, str, str], MockResponse]
 class MockGateway:
     """An in-process Unified AI Gateway for tests: stateful, deterministic under ``seed``.
 
-    ``catalogue`` replaces the default 11 models; ``credits`` is the default account's
+    ``catalogue`` replaces the default 11 models, ``services`` the default non-chat services
+    (``/run``, ``/image/generate``); ``credits`` is the default account's
     starting balance (its key is ``api_key``). Use ``transport()`` with httpx (sync or async)
     and ``base_url``, or call ``handle`` directly.
     """
@@ -84,6 +89,7 @@ class MockGateway:
         catalogue: Iterable[ModelSpec] | None = None,
         credits: float = FREE_TIER_CREDITS,
         clock: MockClock | None = None,
+        services: Iterable[ServiceSpec] | None = None,
     ) -> None:
         self.seed = seed
         self.clock = clock if clock is not None else MockClock()
@@ -95,6 +101,12 @@ class MockGateway:
         """Accounts, balances and charges."""
         self.account = self.ledger.create_account(credits)
         """The default account; its key is ``api_key``."""
+        self.services = ServiceCatalogue(default_services() if services is None else services)
+        """The non-chat services ``/run`` serves: a mutable mapping id -> `ServiceSpec`."""
+        self.files = FileStore(self._ids)
+        """Files the services made or stored, served at ``/v1/files/{id}``."""
+        self.stores = ServiceStores()
+        """The objects of the storage services and the SQL databases of the database ones."""
         self._lock = threading.Lock()
         self._requests: list[MockRequest] = []
         self._script: deque[ScriptedReply] = deque()
@@ -328,15 +340,7 @@ class MockGateway:
             if scripted is not None:
                 with self._lock:
                     self._script.appendleft(scripted)
-            balance = _credits_value(result.balance)
-            return error_response(
-                402,
-                f"insufficient credits: this call costs {_credits_value(cost)} credits "
-                f"and the balance is {balance}",
-                "insufficient_credits",
-                "insufficient_credits",
-                _remaining_credits=balance,
-            )
+            return insufficient_credits_response(cost, result.balance)
         credits = {
             "_remaining_credits": _credits_value(result.balance),
             "_balance_warning": result.balance < BALANCE_WARNING_THRESHOLD,
@@ -405,11 +409,26 @@ def _credits_value(amount: Decimal) -> float:
     return round(float(amount), 6)
 
 
+def insufficient_credits_response(cost: Decimal, balance: Decimal) -> MockResponse:
+    """The 402 of a call costing ``cost`` on an account holding ``balance``."""
+    return error_response(
+        402,
+        f"insufficient credits: this call costs {_credits_value(cost)} credits "
+        f"and the balance is {_credits_value(balance)}",
+        "insufficient_credits",
+        "insufficient_credits",
+        _remaining_credits=_credits_value(balance),
+    )
+
+
 # The routes, relative to /v1: exact paths, then prefixes whose rest is the handler's argument.
 _EXACT_ROUTES: dict[str, dict[str, _Handler]] = {
     "/chat/completions": {"POST": MockGateway._chat_completions},
     "/models": {"GET": MockGateway._list_models},
+    "/run": {"POST": handle_run},
+    "/image/generate": {"POST": handle_image_generate},
 }
 _PREFIX_ROUTES: list[tuple[str, dict[str, _Handler]]] = [
     ("/models/", {"GET": MockGateway._retrieve_model}),
+    ("/files/", {"GET": handle_file}),
 ]

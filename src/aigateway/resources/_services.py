@@ -1,0 +1,232 @@
+"""What the service resources share: one builder from keyword arguments to a ``/run`` call.
+
+A typed service method is described once, as a `ServiceMethod` (its keywords, the inputs it
+validates, the result it parses, whether it acts on the world); `build_service_call` turns the
+caller's keywords into an `APICall` (files encoded, inputs checked, nothing sent on a bad one),
+and the resource methods are one-liners over it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_type_hints
+
+from pydantic import TypeAdapter
+
+from .._http import APICall
+from ..errors import InvalidRequestError, Violation
+from ..types._validation import validate
+from ..types.files import encode_file, is_file_field
+from ..types.service_params import SERVICE_ALLOWED
+from ..types.services import MediaFile, RunResult
+from ._base import (
+    OPTION_KEYS,
+    AsyncResource,
+    SyncResource,
+    async_raw_twin,
+    check_keywords,
+    raw_twin,
+    split_options,
+)
+
+if TYPE_CHECKING:
+    from .._client import AsyncClient, Client
+    from .._http import RawResponse
+    from ..types.chat_params import RequestOptions
+
+__all__ = [
+    "AsyncServiceResource",
+    "ServiceMethod",
+    "ServiceResource",
+    "build_service_call",
+    "run_call",
+]
+
+R = TypeVar("R", bound=RunResult)
+_EXTRA_INPUTS = "extra_inputs"
+
+
+@dataclass(frozen=True)
+class ServiceMethod(Generic[R]):
+    """One typed service method: its name (for errors), keyword TypedDict, the inputs it
+    checks, the result it parses, and whether it acts on the world."""
+
+    name: str
+    params: type
+    """The TypedDict of the method's keyword arguments (``model``, inputs, options)."""
+    inputs: Any
+    """The TypedDict (or union) the inputs are checked against, as the mock checks them."""
+    result: type[R]
+    side_effect: bool = False
+    """True for calls that act on the world (send, pay, write): retried only with an
+    idempotency key."""
+    fixed: Mapping[str, object] = field(default_factory=dict)
+    """Inputs the method sets itself (``operation``, ``read_only``)."""
+    path: str = "run"
+
+    @cached_property
+    def keywords(self) -> frozenset[str]:
+        return frozenset(get_type_hints(self.params))
+
+    @cached_property
+    def file_fields(self) -> tuple[str, ...]:
+        hints = get_type_hints(self.params, include_extras=True)
+        return tuple(name for name, hint in hints.items() if is_file_field(hint))
+
+    @cached_property
+    def adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.inputs)
+
+
+def _model_violation(model: object) -> Violation | None:
+    if isinstance(model, str) and model.strip():
+        return None
+    shown = "(missing)" if model is _MISSING else model
+    return Violation(
+        "model", shown, f"must be a non-empty string; allowed: {SERVICE_ALLOWED['model']}"
+    )
+
+
+_MISSING: Any = object()
+
+
+def _bound_result(result_type: type[R], client: Client | AsyncClient, content: bytes) -> R:
+    """Parse a reply; files in it are fetched later with ``client``."""
+    result = result_type.model_validate_json(content)
+    if isinstance(result, MediaFile):
+        result.bind(client)
+    return result
+
+
+def run_call(
+    model: str,
+    inputs: Mapping[str, Any],
+    result_type: type[R],
+    client: Client | AsyncClient,
+    options: RequestOptions,
+    *,
+    side_effect: bool,
+    path: str = "run",
+) -> APICall[R]:
+    """The call: ``POST /run {model, inputs}`` (or a dedicated path with a flat body)."""
+    body = {"model": model, "inputs": dict(inputs)} if path == "run" else {"model": model, **inputs}
+    try:
+        encoded = json.dumps(body, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequestError(
+            [Violation("inputs", "(not shown)", f"must be JSON-serialisable ({exc})")]
+        ) from None
+    return APICall(
+        "POST",
+        path,
+        parse=partial(_bound_result, result_type, client),
+        body=encoded,
+        options=options,
+        side_effect=side_effect,
+    )
+
+
+def build_service_call(
+    method: ServiceMethod[R], params: Mapping[str, Any], client: Client | AsyncClient
+) -> APICall[R]:
+    """Check a typed method's keywords and describe its call; raises before anything is sent."""
+    check_keywords(params, method.keywords, method.name)
+    body, options = split_options(params)
+    extra_inputs = body.pop(_EXTRA_INPUTS, None) or {}
+    model = body.pop("model", _MISSING)
+    for name in method.file_fields:
+        if name in body:
+            body[name] = encode_file(body[name], name)
+    violations = [v for v in [_model_violation(model)] if v is not None]
+    inputs: Any = {}
+    try:
+        inputs = validate(method.adapter, {**body, **method.fixed}, SERVICE_ALLOWED)
+    except InvalidRequestError as exc:
+        violations.extend(exc.violations)
+    if violations:
+        raise InvalidRequestError(violations)
+    wire = {**method.adapter.dump_python(inputs, mode="json"), **extra_inputs}
+    return run_call(
+        model, wire, method.result, client, cast("RequestOptions", options),
+        side_effect=method.side_effect, path=method.path,
+    )  # fmt: skip
+
+
+def build_run_call(
+    model: str, inputs: Mapping[str, Any], options: RequestOptions, client: Client | AsyncClient
+) -> APICall[RunResult]:
+    """``client.run(model, inputs)``: any service. Top-level file values (bytes, paths as
+    `os.PathLike`, binary file objects) are encoded as ``data:`` URLs."""
+    check_keywords(options, OPTION_KEYS, "run")
+    violations = [v for v in [_model_violation(model)] if v is not None]
+    if not isinstance(inputs, Mapping):
+        violations.append(
+            Violation(
+                "inputs",
+                inputs,
+                f"must be an object (a dict), got {type(inputs).__name__}; "
+                f"allowed: {SERVICE_ALLOWED['inputs']}",
+            )
+        )
+    if violations:
+        raise InvalidRequestError(violations)
+    encoded = {
+        name: value if isinstance(value, (str, int, float, bool, list, dict, type(None)))
+        else encode_file(value, f"inputs.{name}")
+        for name, value in inputs.items()
+    }  # fmt: skip
+    # A service unknown to the SDK may act on the world: retried only with an idempotency key.
+    return run_call(model, encoded, RunResult, client, options, side_effect=True)
+
+
+class ServiceResource(SyncResource):
+    """A group of service methods on a `Client`."""
+
+    def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
+        return cast("R", self._request(build_service_call(method, params, self._client)))
+
+    @cached_property
+    def with_raw_response(self) -> RawResponses:
+        """The same methods, returning the raw response (status, headers, attempts) too."""
+        return RawResponses(self)
+
+
+class AsyncServiceResource(AsyncResource):
+    """A group of service methods on an `AsyncClient`."""
+
+    async def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
+        return cast("R", await self._request(build_service_call(method, params, self._client)))
+
+    @cached_property
+    def with_raw_response(self) -> AsyncRawResponses:
+        """The same methods, returning the raw response (status, headers, attempts) too."""
+        return AsyncRawResponses(self)
+
+
+class RawResponses:
+    """``resource.with_raw_response.<method>(...)``: the method's `RawResponse`."""
+
+    def __init__(self, resource: ServiceResource) -> None:
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Callable[..., RawResponse[Any]]:
+        method = getattr(self._resource, name) if not name.startswith("_") else None
+        if not callable(method):
+            raise AttributeError(f"{type(self._resource).__name__} has no method {name!r}")
+        return raw_twin(method)
+
+
+class AsyncRawResponses:
+    """``resource.with_raw_response.<method>(...)``: awaits the method's `RawResponse`."""
+
+    def __init__(self, resource: AsyncServiceResource) -> None:
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[RawResponse[Any]]]:
+        method = getattr(self._resource, name) if not name.startswith("_") else None
+        if not callable(method):
+            raise AttributeError(f"{type(self._resource).__name__} has no method {name!r}")
+        return async_raw_twin(method)

@@ -1,0 +1,79 @@
+"""``client.run(model, inputs)``: ``POST /run`` for any service, typed or not.
+
+The typed resources (``client.images``, ``client.audio``, ...) cover the thirteen categories of
+the spec; ``client.run`` reaches any service id with the inputs you give, and returns the whole
+reply as a `RunResult`. Inputs that are files (``bytes``, an `os.PathLike` path, a binary file
+object) are sent as ``data:`` URLs. Since the SDK cannot know whether an arbitrary service acts
+on the world, ``run`` is retried only when given an ``idempotency_key``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from typing_extensions import Unpack
+
+from ..types.chat_params import RequestOptions
+from ..types.services import RunResult
+from ._base import AsyncResource, SyncResource, async_raw_twin, raw_twin
+from ._services import build_run_call
+
+__all__ = ["AsyncRun", "Run"]
+
+
+class Run(SyncResource):
+    """``client.run(model, inputs)``; ``client.run.with_raw_response.create(...)`` for the
+    raw response."""
+
+    def create(
+        self, model: str, inputs: Mapping[str, Any], **options: Unpack[RequestOptions]
+    ) -> RunResult:
+        """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
+
+        A ``model`` that is not a non-empty string, or ``inputs`` that is not a dict, raises
+        `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
+        """
+        result: RunResult = self._request(build_run_call(model, inputs, options, self._client))
+        return result
+
+    __call__ = create
+
+    @cached_property
+    def with_raw_response(self) -> RunWithRawResponse:
+        return RunWithRawResponse(self)
+
+
+class AsyncRun(AsyncResource):
+    """``await client.run(model, inputs)``; ``await client.run.with_raw_response.create(...)``
+    for the raw response."""
+
+    async def create(
+        self, model: str, inputs: Mapping[str, Any], **options: Unpack[RequestOptions]
+    ) -> RunResult:
+        """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
+
+        A ``model`` that is not a non-empty string, or ``inputs`` that is not a dict, raises
+        `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
+        """
+        result: RunResult = await self._request(
+            build_run_call(model, inputs, options, self._client)
+        )
+        return result
+
+    __call__ = create
+
+    @cached_property
+    def with_raw_response(self) -> AsyncRunWithRawResponse:
+        return AsyncRunWithRawResponse(self)
+
+
+class RunWithRawResponse:
+    def __init__(self, run: Run) -> None:
+        self.create = raw_twin(run.create)
+
+
+class AsyncRunWithRawResponse:
+    def __init__(self, run: AsyncRun) -> None:
+        self.create = async_raw_twin(run.create)

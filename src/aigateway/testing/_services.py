@@ -1,0 +1,133 @@
+"""The mock's non-chat services as data: ids per category, prices in the spec's units.
+
+Spec section 4 lists the billing units: image per image, video per second, speech per 1K
+characters, scraping and search per request, email per message, parsing per page. Categories
+it gives no unit for (speech to text, payments, social data, storage, databases, SMS) cost a
+flat price per request. Prices are in credits and small, so the 20 free credits go a long way.
+
+`ServiceCatalogue` works like the chat `Catalogue`: a mutable mapping id -> `ServiceSpec`,
+looked up in either spelling of version digits, with the closest ids for a 404. `FileStore`
+holds the files the services make (served at ``/v1/files/{id}``), `ServiceStores` the objects
+and SQL databases of the storage and database services.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+from ..types.service_params import CATEGORIES
+from ._catalogue import SpecCatalogue
+from ._ids import IdSource
+
+__all__ = ["FileStore", "ServiceCatalogue", "ServiceSpec", "ServiceStores", "default_services"]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One non-chat service: its id, category (a key of ``CATEGORIES``), price per unit."""
+
+    id: str
+    category: str
+    price: float
+    """Credits per ``unit``."""
+    unit: str = "request"
+    """``image``, ``second``, ``1k_characters``, ``request``, ``message`` or ``page``."""
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"unknown category {self.category!r}; known: {', '.join(CATEGORIES)}")
+
+
+def default_services() -> list[ServiceSpec]:
+    """A fresh copy of the default services, two or three per category (edit it freely)."""
+    return [
+        ServiceSpec("flux-schnell", "image", 0.003, "image"),
+        ServiceSpec("stability/sdxl", "image", 0.004, "image"),
+        ServiceSpec("dall-e-3", "image", 0.04, "image"),
+        ServiceSpec("runway/gen-3", "video", 0.05, "second"),
+        ServiceSpec("luma/dream-machine", "video", 0.03, "second"),
+        ServiceSpec("tts-1", "speech", 0.015, "1k_characters"),
+        ServiceSpec("elevenlabs/multilingual-v2", "speech", 0.03, "1k_characters"),
+        ServiceSpec("whisper-1", "transcription", 0.006),
+        ServiceSpec("deepgram/nova-2", "transcription", 0.004),
+        ServiceSpec("firecrawl/scrape", "scrape", 0.001),
+        ServiceSpec("jina/reader", "scrape", 0.0005),
+        ServiceSpec("tavily/search", "search", 0.005),
+        ServiceSpec("serper/search", "search", 0.001),
+        ServiceSpec("resend/email", "email", 0.001, "message"),
+        ServiceSpec("sendgrid/email", "email", 0.001, "message"),
+        ServiceSpec("stripe/payments", "payment", 0.01),
+        ServiceSpec("llamaparse/parse", "document", 0.003, "page"),
+        ServiceSpec("unstructured/parse", "document", 0.01, "page"),
+        ServiceSpec("socialdata/profile", "social", 0.002),
+        ServiceSpec("s3/storage", "storage", 0.0005),
+        ServiceSpec("supabase/sql", "database", 0.0005),
+        ServiceSpec("twilio/sms", "sms", 0.0075),
+    ]
+
+
+class ServiceCatalogue(SpecCatalogue[ServiceSpec]):
+    """The services a gateway runs, keyed by id: add, replace or delete them like a dict;
+    ids are found in either spelling, and a miss names the closest ids."""
+
+    spec_type = ServiceSpec
+
+    def of_category(self, category: str) -> list[str]:
+        """The ids of one category."""
+        return [spec.id for spec in self.specs() if spec.category == category]
+
+
+class FileStore:
+    """Files the mock's services made or were given, by id; served at ``/v1/files/{id}``."""
+
+    def __init__(self, ids: IdSource) -> None:
+        self._ids = ids
+        self._files: dict[str, tuple[bytes, str]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes, content_type: str) -> str:
+        """Keep ``data``; returns its id (``file_...``)."""
+        file_id = self._ids.next("file", "file_")
+        with self._lock:
+            self._files[file_id] = (data, content_type)
+        return file_id
+
+    def get(self, file_id: str) -> tuple[bytes, str] | None:
+        """``(bytes, content type)`` of a file, or None."""
+        with self._lock:
+            return self._files.get(file_id)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
+class ServiceStores:
+    """The state of the storage and database services, per account and service id.
+
+    ``objects[(account_id, service_id)]`` maps keys to file ids in the `FileStore`;
+    ``database(account_id, service_id)`` is an in-memory SQLite database with a lock.
+    """
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict[str, str]] = {}
+        self._databases: dict[tuple[str, str], tuple[sqlite3.Connection, threading.Lock]] = {}
+        self.lock = threading.Lock()
+
+    def bucket(self, account_id: str, service_id: str) -> dict[str, str]:
+        """The key -> file id map of one account's storage service (call under ``lock``)."""
+        return self.objects.setdefault((account_id, service_id), {})
+
+    def database(
+        self, account_id: str, service_id: str
+    ) -> tuple[sqlite3.Connection, threading.Lock]:
+        """One account's database of a service, and the lock to hold while using it."""
+        with self.lock:
+            found = self._databases.get((account_id, service_id))
+            if found is None:
+                connection = sqlite3.connect(":memory:", check_same_thread=False)
+                connection.isolation_level = None  # transactions are begun explicitly
+                found = (connection, threading.Lock())
+                self._databases[(account_id, service_id)] = found
+            return found

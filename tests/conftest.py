@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from aigateway import AsyncClient, Client, RetryPolicy
+from aigateway.testing import MockGateway
 
 BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"
@@ -56,4 +58,17 @@ async def client(
         async with AsyncClient(
             api_key=API_KEY, base_url=BASE_URL, retry_policy=sleeps.policy()
         ) as async_client:
+            yield async_client
+
+
+@contextlib.asynccontextmanager
+async def in_process_client(
+    kind: str, gateway: MockGateway, **options: Any
+) -> AsyncIterator[Client | AsyncClient]:
+    """A ``"sync"`` or ``"async"`` client wired to ``gateway`` in-process, closed afterwards."""
+    if kind == "sync":
+        with gateway.client(**options) as client:
+            yield client
+    else:
+        async with gateway.async_client(**options) as async_client:
             yield async_client

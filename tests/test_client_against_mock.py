@@ -18,7 +18,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from .conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "Hello there"}]
@@ -49,12 +49,8 @@ def gateway() -> MockGateway:
 async def mock_client(
     request: pytest.FixtureRequest, gateway: MockGateway
 ) -> AsyncIterator[Client | AsyncClient]:
-    if request.param == "sync":
-        with gateway.client(max_retries=0) as client:
-            yield client
-    else:
-        async with gateway.async_client(max_retries=0) as async_client:
-            yield async_client
+    async with in_process_client(request.param, gateway, max_retries=0) as client:
+        yield client
 
 
 async def test_completion_shape_usage_and_credits(
@@ -76,6 +72,7 @@ async def test_completion_shape_usage_and_credits(
     assert mock_client.balance_warning is False
 
 
+@pytest.mark.filterwarnings("ignore::aigateway.LowBalanceWarning")
 async def test_low_balance_sets_the_warning_on_reply_and_client(
     mock_client: Client | AsyncClient, gateway: MockGateway
 ) -> None:

@@ -2,7 +2,8 @@
 
 `MockGateway` serves ``POST /chat/completions``, ``GET /models`` and ``GET /models/{id}``
 exactly as the spec describes them (bodies, stream events, error bodies, headers), with
-accounts and credits, a replaceable model catalogue and a seeded fake model::
+accounts and credits, a replaceable model catalogue, a seeded fake model, per-key rate limits
+(``gateway.rate_limits``), idempotency keys and fault injection (``gateway.faults``)::
 
     import httpx
     from aigateway.testing import MockGateway
@@ -23,15 +24,22 @@ from __future__ import annotations
 from ._accounts import Account, Charge, ChargeResult, Ledger
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
+from ._faults import FaultPlan
 from ._gateway import MockGateway
+from ._idempotency import IdempotencyStore
+from ._ratelimits import PRESETS as RATE_LIMIT_PRESETS
+from ._ratelimits import RateLimiter, RateLimits
 from ._transport import MockTransport
 from ._wire import MockRequest, MockResponse
 
 __all__ = [
     "Account",
     "Catalogue",
+    "RATE_LIMIT_PRESETS",
     "Charge",
     "ChargeResult",
+    "FaultPlan",
+    "IdempotencyStore",
     "Ledger",
     "MockClock",
     "MockGateway",
@@ -39,5 +47,7 @@ __all__ = [
     "MockResponse",
     "MockTransport",
     "ModelSpec",
+    "RateLimiter",
+    "RateLimits",
     "default_catalogue",
 ]

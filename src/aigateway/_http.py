@@ -32,6 +32,7 @@ from ._logging import logger
 from ._retry import RetryPolicy, attempts_of, set_attempts
 from .errors import (
     APIConnectionError,
+    APIError,
     APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
@@ -337,10 +338,17 @@ class SyncPipeline(BasePipeline):
 
     def request(self, call: APICall[Any]) -> Any:
         request = self.build_request(call)
-        retrying = self.retry.sync_retrying(self.retry_budget(call, request))
-        for attempt in retrying:
+        budget = self.retry_budget(call, request)
+        try:
+            return self._attempt(call, request, 1)
+        except APIError as error:
+            wait = self.retry.first_wait(error, budget)
+            if wait is None:
+                raise
+        self.retry.sleep(wait)
+        for attempt in self.retry.sync_retrying(budget, attempts_done=1):
             with attempt:
-                return self._attempt(call, request, attempt.retry_state.attempt_number)
+                return self._attempt(call, request, attempt.retry_state.attempt_number + 1)
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:
@@ -407,10 +415,17 @@ class AsyncPipeline(BasePipeline):
 
     async def request(self, call: APICall[Any]) -> Any:
         request = self.build_request(call)
-        retrying = self.retry.async_retrying(self.retry_budget(call, request))
-        async for attempt in retrying:
+        budget = self.retry_budget(call, request)
+        try:
+            return await self._attempt(call, request, 1)
+        except APIError as error:
+            wait = self.retry.first_wait(error, budget)
+            if wait is None:
+                raise
+        await self.retry.async_sleep(wait)
+        async for attempt in self.retry.async_retrying(budget, attempts_done=1):
             with attempt:
-                return await self._attempt(call, request, attempt.retry_state.attempt_number)
+                return await self._attempt(call, request, attempt.retry_state.attempt_number + 1)
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:

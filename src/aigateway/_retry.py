@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
@@ -142,15 +142,51 @@ class RetryPolicy:
                 return False
         return True
 
-    def _wait(self, state: RetryCallState) -> float:
-        return self.wait_for(_error_of(state), state.attempt_number)
+    def first_wait(self, error: BaseException, max_retries: int) -> float | None:
+        """After a failed first attempt: the wait before the second, or None for no retry.
 
-    def _retry(self, state: RetryCallState) -> bool:
-        return self.should_retry(_error_of(state))
+        The pipelines make the first attempt outside tenacity (most calls succeed at once, and
+        tenacity's loop costs a few microseconds per call); tenacity runs the retries.
+        """
+        if max_retries < 1 or not self.should_retry(error):
+            return None
+        wait = self.wait_for(error, 1)
+        self._log_retry(error, 1, wait)
+        return wait
 
-    def _log_retry(self, state: RetryCallState) -> None:
+    def sync_retrying(self, max_retries: int, attempts_done: int = 0) -> Retrying:
+        """Tenacity's loop for the attempts after the ``attempts_done`` already made."""
+        return Retrying(sleep=self.sleep, **self._tenacity_options(max_retries, attempts_done))
+
+    def async_retrying(self, max_retries: int, attempts_done: int = 0) -> AsyncRetrying:
+        """`sync_retrying` for coroutines."""
+        return AsyncRetrying(
+            sleep=self.async_sleep, **self._tenacity_options(max_retries, attempts_done)
+        )
+
+    def _tenacity_options(self, max_retries: int, attempts_done: int) -> dict[str, Any]:
+        def wait(state: RetryCallState) -> float:
+            return self.wait_for(_error_of(state), state.attempt_number + attempts_done)
+
+        def retry(state: RetryCallState) -> bool:
+            return self.should_retry(_error_of(state))
+
+        def before_sleep(state: RetryCallState) -> None:
+            self._log_retry(
+                _error_of(state), state.attempt_number + attempts_done, state.upcoming_sleep
+            )
+
+        return {
+            "stop": stop_after_attempt(max(1, max_retries + 1 - attempts_done)),
+            "wait": wait,
+            "retry": retry,
+            "before_sleep": before_sleep,
+            "reraise": True,
+        }
+
+    @staticmethod
+    def _log_retry(error: BaseException | None, attempt_number: int, wait: float) -> None:
         if logger.isEnabledFor(logging.DEBUG):
-            error = _error_of(state)
             request = getattr(error, "request", None)
             what = (
                 f"HTTP {error.status_code}"
@@ -162,29 +198,9 @@ class RetryPolicy:
                 getattr(request, "method", "?"),
                 request.url.path if request is not None else "?",
                 what,
-                state.attempt_number,
-                state.upcoming_sleep,
+                attempt_number,
+                wait,
             )
-
-    def sync_retrying(self, max_retries: int) -> Retrying:
-        return Retrying(
-            stop=stop_after_attempt(max_retries + 1),
-            wait=self._wait,
-            retry=self._retry,
-            before_sleep=self._log_retry,
-            sleep=self.sleep,
-            reraise=True,
-        )
-
-    def async_retrying(self, max_retries: int) -> AsyncRetrying:
-        return AsyncRetrying(
-            stop=stop_after_attempt(max_retries + 1),
-            wait=self._wait,
-            retry=self._retry,
-            before_sleep=self._log_retry,
-            sleep=self.async_sleep,
-            reraise=True,
-        )
 
 
 def _error_of(state: RetryCallState) -> BaseException | None:

@@ -514,27 +514,42 @@ class _Resumable:
 
 class _ResumedStream(_Resumable, httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
-        head, self._head = self._head, []
-        yield from head
-        yield from self._rest
+        return self
+
+    def __next__(self) -> bytes:
+        if self._head:
+            return self._head.pop(0)
+        chunk: bytes = next(self._rest)
+        return chunk
 
     def close(self) -> None:
         try:
+            close_rest = getattr(self._rest, "close", None)
+            if close_rest is not None:
+                close_rest()
             self._original.close()
         finally:
             self._closed()
 
 
 class _AsyncResumedStream(_Resumable, httpx.AsyncByteStream):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        head, self._head = self._head, []
-        for chunk in head:
-            yield chunk
-        async for chunk in self._rest:
-            yield chunk
+    """An iterator object, not an async generator: nothing is left for trio to warn about
+    when the caller stops early."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._head:
+            return self._head.pop(0)
+        chunk: bytes = await self._rest.__anext__()
+        return chunk
 
     async def aclose(self) -> None:
         try:
+            close_rest = getattr(self._rest, "aclose", None)
+            if close_rest is not None:
+                await close_rest()  # an async generator left open would warn under trio
             await self._original.aclose()
         finally:
             self._closed()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator
 from typing import Any
@@ -67,14 +68,23 @@ def gateway() -> MockGateway:
     return MockGateway(seed=3)
 
 
+@contextlib.asynccontextmanager
+async def in_process_client(
+    kind: str, gateway: MockGateway, **options: Any
+) -> AsyncIterator[Client | AsyncClient]:
+    """A ``"sync"`` or ``"async"`` client wired to ``gateway`` in-process, closed afterwards."""
+    if kind == "sync":
+        with gateway.client(**options) as client:
+            yield client
+    else:
+        async with gateway.async_client(**options) as async_client:
+            yield async_client
+
+
 @pytest.fixture(params=["sync", "async"])
 async def mock_client(
     request: pytest.FixtureRequest, gateway: MockGateway
 ) -> AsyncIterator[Client | AsyncClient]:
     """A client of each kind wired to ``gateway`` in-process, without retries."""
-    if request.param == "sync":
-        with gateway.client(max_retries=0) as client:
-            yield client
-    else:
-        async with gateway.async_client(max_retries=0) as async_client:
-            yield async_client
+    async with in_process_client(request.param, gateway, max_retries=0) as client:
+        yield client

@@ -58,6 +58,7 @@ async def test_completion_shape_usage_and_credits(
     assert mock_client.balance_warning is False
 
 
+@pytest.mark.filterwarnings("ignore::aigateway.LowBalanceWarning")
 async def test_low_balance_sets_the_warning_on_reply_and_client(
     mock_client: Client | AsyncClient, gateway: MockGateway
 ) -> None:

@@ -460,6 +460,7 @@ async def test_a_reply_missing_its_url_is_a_typed_error(
     assert json.loads(error.value.body) == reply
 
 
+@pytest.mark.filterwarnings("ignore::aigateway.LowBalanceWarning")
 async def test_errors_are_those_of_chat(gateway: MockGateway) -> None:
     poor = gateway.create_account(credits=0.001)
     async with gateway.async_client(api_key=poor.key, max_retries=0) as client:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._client import AsyncClient, Client
 from ._config import Secret
-from ._http import RawResponse
+from ._http import RawResponse, new_idempotency_key
 from ._retry import RetryPolicy
 from ._version import __version__
 from .errors import (
@@ -35,6 +35,7 @@ from .errors import (
     InsufficientCreditsError,
     InternalServerError,
     InvalidRequestError,
+    LowBalanceWarning,
     NotFoundError,
     RateLimitError,
     RateLimitInfo,
@@ -89,6 +90,7 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "LowBalanceWarning",
     "Message",
     "Model",
     "ModelList",
@@ -102,4 +104,5 @@ __all__ = [
     "ServiceUnavailableError",
     "Stream",
     "__version__",
+    "new_idempotency_key",
 ]

@@ -9,12 +9,14 @@ through the one pipeline of ``_http``. Resources are imported when first used, w
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
+import anyio
 import httpx
 
 from ._config import (
@@ -25,6 +27,8 @@ from ._config import (
     coerce_timeout,
 )
 from ._http import AsyncPipeline, BasePipeline, ClientState, SyncPipeline
+from ._limits import RequestBudget
+from ._logging import configure_from_env
 from ._retry import RetryPolicy
 from .errors import ConfigurationError, RateLimitInfo
 
@@ -85,6 +89,7 @@ class _LazyResource(Generic[ResourceT]):
 
 
 class _BaseClient(Generic[PipelineT]):
+    _slots_type: Callable[[int], threading.BoundedSemaphore | anyio.Semaphore]
     _pipeline: PipelineT
     _owns_http_client: bool
     _closed: bool = False
@@ -109,9 +114,11 @@ class _BaseClient(Generic[PipelineT]):
         self._owns_http_client = http_client is None
         if http_client is None:
             http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
-        self._pipeline = pipeline_type(
-            config, http_client, ClientState(), retry_policy or RetryPolicy()
-        )
+        configure_from_env()
+        state = ClientState(budget=RequestBudget() if config.wait_for_rate_limit else None)
+        if config.max_concurrency is not None:
+            state.slots = self._slots_type(config.max_concurrency)
+        self._pipeline = pipeline_type(config, http_client, state, retry_policy or RetryPolicy())
 
     @property
     def config(self) -> ClientConfig:
@@ -148,11 +155,15 @@ class _BaseClient(Generic[PipelineT]):
         max_retries: int | object = _KEEP,
         default_headers: Mapping[str, str] | object = _KEEP,
         retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool | object = _KEEP,
     ) -> Self:
-        """A client with some settings changed, sharing this one's connections."""
+        """A client with some settings changed, sharing this one's connections, memory and
+        limits."""
         config = self._options_config(
             timeout=timeout, max_retries=max_retries, default_headers=default_headers
         )
+        if auto_idempotency_keys is not _KEEP:
+            config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
         return self._copy_with(config, retry_policy)
 
     def _options_config(
@@ -212,7 +223,15 @@ class Client(_BaseClient[SyncPipeline]):
     ``api_key`` and ``base_url`` fall back to ``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``;
     ``base_url`` ends in ``/v1``. Pass ``http_client`` to use your own `httpx.Client`
     (you then close it yourself), or ``transport`` to route requests elsewhere (a mock, a proxy).
+
+    Reliability (see the Reliability page of the docs): ``max_retries`` and ``retry_policy``
+    (what is retried, the waits, the cap); ``auto_idempotency_keys=True`` gives every POST a
+    generated ``Idempotency-Key``, so even calls that act on the world are retried safely;
+    ``wait_for_rate_limit=True`` waits for a spent rate-limit window to reset instead of
+    getting a 429; ``max_concurrency`` bounds the requests in flight.
     """
+
+    _slots_type = threading.BoundedSemaphore
 
     def __init__(
         self,
@@ -225,6 +244,9 @@ class Client(_BaseClient[SyncPipeline]):
         http_client: httpx.Client | None = None,
         transport: httpx.BaseTransport | None = None,
         retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool = False,
+        wait_for_rate_limit: bool = False,
+        max_concurrency: int | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -235,6 +257,9 @@ class Client(_BaseClient[SyncPipeline]):
                 timeout=timeout,
                 max_retries=max_retries,
                 default_headers=default_headers,
+                auto_idempotency_keys=auto_idempotency_keys,
+                wait_for_rate_limit=wait_for_rate_limit,
+                max_concurrency=max_concurrency,
             ),
             http_client=http_client,
             transport=transport,
@@ -330,7 +355,11 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
 
     One client serves many concurrent calls over one connection pool; keep it for the life of
     the application. Settings are those of `Client`; ``http_client`` is an `httpx.AsyncClient`.
+    ``max_concurrency`` bounds the requests in flight across all tasks (the plans cap
+    concurrent requests; a stream is in flight until it is closed).
     """
+
+    _slots_type = anyio.Semaphore
 
     def __init__(
         self,
@@ -343,6 +372,9 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool = False,
+        wait_for_rate_limit: bool = False,
+        max_concurrency: int | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -353,6 +385,9 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
                 timeout=timeout,
                 max_retries=max_retries,
                 default_headers=default_headers,
+                auto_idempotency_keys=auto_idempotency_keys,
+                wait_for_rate_limit=wait_for_rate_limit,
+                max_concurrency=max_concurrency,
             ),
             http_client=http_client,
             transport=transport,

@@ -95,6 +95,12 @@ class ClientConfig:
     timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
     max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: Mapping[str, str] = field(default_factory=dict)
+    auto_idempotency_keys: bool = False
+    """Give every POST without an idempotency key a generated one (reused across its retries)."""
+    wait_for_rate_limit: bool = False
+    """Wait for the rate-limit window to reset instead of sending a request that would get a 429."""
+    max_concurrency: int | None = None
+    """At most this many requests in flight at once (a stream is in flight until closed)."""
 
     @classmethod
     def resolve(
@@ -105,6 +111,9 @@ class ClientConfig:
         timeout: TimeoutTypes | httpx.Timeout,
         max_retries: int,
         default_headers: Mapping[str, str] | None,
+        auto_idempotency_keys: bool = False,
+        wait_for_rate_limit: bool = False,
+        max_concurrency: int | None = None,
     ) -> ClientConfig:
         """Merge arguments with the environment and check them; raise ConfigurationError."""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
@@ -121,12 +130,23 @@ class ClientConfig:
             )
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ConfigurationError(
+                f"max_concurrency must be an integer >= 1 or None, got {max_concurrency!r}"
+            )
         return cls(
             api_key=Secret(key.strip()),
             base_url=normalize_base_url(str(url)),
             timeout=coerce_timeout(timeout),
             max_retries=max_retries,
             default_headers=dict(default_headers or {}),
+            auto_idempotency_keys=bool(auto_idempotency_keys),
+            wait_for_rate_limit=bool(wait_for_rate_limit),
+            max_concurrency=max_concurrency,
         )
 
     def with_changes(self, **changes: object) -> ClientConfig:

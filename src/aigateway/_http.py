@@ -4,30 +4,47 @@ Everything here except `SyncPipeline.request` / `AsyncPipeline.request` is pure 
 the sync and async clients share it; those two methods differ only in the lines that wait on
 the network. The pipeline knows nothing of resources: a resource describes a call as an
 `APICall` (method, path, body, how to parse the reply) and hands it over.
+
+Reliability lives here too: each call runs under the retry policy (`_retry`); a call that acts
+on the world is retried only with an idempotency key; a stream is retried only while it has
+not delivered its first event (the pipeline reads that event before handing the stream over,
+so a later failure can never repeat data the caller has seen); the opt-in limits of
+`_limits` wait before sending; one DEBUG log line per attempt.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+import sys
+import threading
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
 from ._config import ClientConfig, coerce_timeout
+from ._limits import RequestBudget
+from ._logging import logger
 from ._retry import RetryPolicy, attempts_of, set_attempts
 from .errors import (
     APIConnectionError,
+    APIError,
     APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
+    LowBalanceWarning,
     RateLimitInfo,
     snippet,
     status_error_class,
 )
 
 if TYPE_CHECKING:
+    import anyio
+
     from ._streaming import AsyncStream, Stream
     from .types.chat_params import RequestOptions
 
@@ -93,21 +110,57 @@ class RawResponse(Generic[T]):
 
 @dataclass
 class ClientState:
-    """What the client remembers from the replies it has seen."""
+    """What a client (and its ``with_options`` copies) remembers and shares: the last seen
+    credits and rate-limit values, and the opt-in limits (None when off)."""
 
     remaining_credits: float | None = None
     balance_warning: bool | None = None
     rate_limit: RateLimitInfo | None = None
+    budget: RequestBudget | None = None
+    """The client-side rate limiter (``wait_for_rate_limit=True``)."""
+    slots: threading.BoundedSemaphore | anyio.Semaphore | None = None
+    """Bounds the requests in flight (``max_concurrency=``)."""
+    warned_low_balance: bool = False
 
     def observe(self, response: httpx.Response, parsed: object) -> None:
-        """Remember the credits and rate-limit values of a reply."""
+        """Remember the credits of a reply (or stream chunk); warn once of a low balance."""
         credits = getattr(parsed, "remaining_credits", None)
         if credits is not None:
             self.remaining_credits = credits
             self.balance_warning = getattr(parsed, "balance_warning", None)
+            if self.balance_warning and not self.warned_low_balance:
+                self.warned_low_balance = True
+                warnings.warn(
+                    LowBalanceWarning(
+                        f"the gateway reports a low balance: {credits} credits left "
+                        "(warned once per client; see client.remaining_credits)"
+                    ),
+                    stacklevel=_caller_stacklevel(),
+                )
+
+    def observe_headers(self, response: httpx.Response) -> None:
+        """Remember the ``X-RateLimit-*`` values of any reply, success or error."""
         rate_limit = RateLimitInfo.from_headers(response.headers)
         if rate_limit is not None:
             self.rate_limit = rate_limit
+            if self.budget is not None:
+                self.budget.observe(rate_limit)
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside aigateway (and tenacity): the caller's line."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
+        ("aigateway", "tenacity")
+    ):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def new_idempotency_key() -> str:
+    """A fresh idempotency key (a random UUID), to pass as ``idempotency_key=`` and keep, so
+    the same call can be repeated later (even from another process) without acting twice."""
+    return str(uuid.uuid4())
 
 
 class BasePipeline:
@@ -137,6 +190,8 @@ class BasePipeline:
         idempotency_key = options.get("idempotency_key")
         if idempotency_key:
             headers["Idempotency-Key"] = idempotency_key
+        elif self.config.auto_idempotency_keys and call.method == "POST":
+            headers["Idempotency-Key"] = new_idempotency_key()
         extra_headers = options.get("extra_headers")
         if extra_headers:
             headers.update(extra_headers)
@@ -160,11 +215,52 @@ class BasePipeline:
             timeout=timeout,
         )
 
-    def retry_budget(self, call: APICall[Any]) -> int:
-        """How many retries this call may have: none for an act without an idempotency key."""
-        if call.side_effect and not call.options.get("idempotency_key"):
+    def retry_budget(self, call: APICall[Any], request: httpx.Request) -> int:
+        """How many retries this call may have: none for an act without an idempotency key
+        (given, generated or passed in ``extra_headers``)."""
+        if call.side_effect and "idempotency-key" not in request.headers:
             return 0
         return call.options.get("max_retries", self.config.max_retries)
+
+    def rate_limit_wait(self) -> float:
+        """How long to wait before sending, by the client-side limiter (0 when it is off, when
+        the window has requests left, or when the wait would be beyond the retry cap: then the
+        request goes and the gateway's 429 says how long, raised at once)."""
+        budget = self.state.budget
+        if budget is None:
+            return 0.0
+        wait = budget.reserve(self.retry.now())
+        if wait > self.retry.max_wait:
+            return 0.0
+        if wait > 0 and logger.isEnabledFor(logging.DEBUG):
+            logger.debug("rate limit window spent: waiting %.2f s for its reset", wait)
+        return wait
+
+    def received(self, request: httpx.Request, response: httpx.Response, attempts: int) -> None:
+        """Book-keeping for every reply: rate-limit values and the DEBUG line."""
+        self.state.observe_headers(response)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s %s -> %d (attempt %d)",
+                request.method,
+                request.url.path,
+                response.status_code,
+                attempts,
+            )
+
+    def failed(
+        self, request: httpx.Request, exc: httpx.TransportError, attempts: int
+    ) -> APIConnectionError:
+        """The error (and DEBUG line) for an attempt that got no reply."""
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s %s -> %s (attempt %d)",
+                request.method,
+                request.url.path,
+                type(exc).__name__,
+                attempts,
+            )
+        return set_attempts(transport_error(exc, request), attempts)
 
     def status_error(self, response: httpx.Response, attempts: int) -> APIStatusError:
         """The typed error for a non-2xx reply whose body has been read."""
@@ -251,25 +347,68 @@ class SyncPipeline(BasePipeline):
 
     def request(self, call: APICall[Any]) -> Any:
         request = self.build_request(call)
-        retrying = self.retry.sync_retrying(self.retry_budget(call))
-        for attempt in retrying:
+        budget = self.retry_budget(call, request)
+        try:
+            return self._attempt(call, request, 1)
+        except APIError as error:
+            wait = self.retry.first_wait(error, budget)
+            if wait is None:
+                raise
+        self.retry.sleep(wait)
+        for attempt in self.retry.sync_retrying(budget, attempts_done=1):
             with attempt:
-                return self._attempt(call, request, attempt.retry_state.attempt_number)
+                return self._attempt(call, request, attempt.retry_state.attempt_number + 1)
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:
+        wait = self.rate_limit_wait()
+        if wait > 0:
+            self.retry.sleep(wait)
+        slots = self.state.slots
+        if slots is not None:
+            slots.acquire()
+        release = slots.release if slots is not None else None
         try:
-            response = self.http_client.send(request, stream=call.stream)
-        except httpx.TransportError as exc:
-            raise set_attempts(transport_error(exc, request), attempts) from exc
-        if response.is_error:
+            try:
+                response = self.http_client.send(request, stream=call.stream)
+            except httpx.TransportError as exc:
+                raise self.failed(request, exc, attempts) from exc
+            self.received(request, response, attempts)
+            if response.is_error:
+                if call.stream:
+                    response.read()
+                    response.close()
+                raise self.status_error(response, attempts)
             if call.stream:
-                response.read()
-                response.close()
-            raise self.status_error(response, attempts)
-        if call.stream:
-            return self._open_stream(call, response, attempts)
-        return self.finish(call, response, attempts)
+                self._start_stream(request, response, attempts, release)
+                release = None  # the stream gives its slot back when it closes
+                return self._open_stream(call, response, attempts)
+            return self.finish(call, response, attempts)
+        finally:
+            if release is not None:
+                release()
+
+    def _start_stream(
+        self,
+        request: httpx.Request,
+        response: httpx.Response,
+        attempts: int,
+        on_close: Callable[[], object] | None,
+    ) -> None:
+        """Read up to the first event, so that a failure before it is retried like any other."""
+        original = response.stream
+        assert isinstance(original, httpx.SyncByteStream)
+        rest = iter(original)
+        head: list[bytes] = []
+        try:
+            for chunk in rest:
+                head.append(chunk)
+                if holds_an_event(head):
+                    break
+        except httpx.TransportError as exc:
+            response.close()
+            raise self.failed(request, exc, attempts) from exc
+        response.stream = _ResumedStream(head, rest, original, on_close)
 
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import Stream
@@ -285,31 +424,144 @@ class AsyncPipeline(BasePipeline):
 
     async def request(self, call: APICall[Any]) -> Any:
         request = self.build_request(call)
-        retrying = self.retry.async_retrying(self.retry_budget(call))
-        async for attempt in retrying:
+        budget = self.retry_budget(call, request)
+        try:
+            return await self._attempt(call, request, 1)
+        except APIError as error:
+            wait = self.retry.first_wait(error, budget)
+            if wait is None:
+                raise
+        await self.retry.async_sleep(wait)
+        async for attempt in self.retry.async_retrying(budget, attempts_done=1):
             with attempt:
-                return await self._attempt(call, request, attempt.retry_state.attempt_number)
+                return await self._attempt(call, request, attempt.retry_state.attempt_number + 1)
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:
+        wait = self.rate_limit_wait()
+        if wait > 0:
+            await self.retry.async_sleep(wait)
+        slots = self.state.slots
+        if slots is not None:
+            await slots.acquire()  # type: ignore[misc]
+        release = slots.release if slots is not None else None
         try:
-            response = await self.http_client.send(request, stream=call.stream)
-        except httpx.TransportError as exc:
-            raise set_attempts(transport_error(exc, request), attempts) from exc
-        if response.is_error:
+            try:
+                response = await self.http_client.send(request, stream=call.stream)
+            except httpx.TransportError as exc:
+                raise self.failed(request, exc, attempts) from exc
+            self.received(request, response, attempts)
+            if response.is_error:
+                if call.stream:
+                    await response.aread()
+                    await response.aclose()
+                raise self.status_error(response, attempts)
             if call.stream:
-                await response.aread()
-                await response.aclose()
-            raise self.status_error(response, attempts)
-        if call.stream:
-            return self._open_stream(call, response, attempts)
-        return self.finish(call, response, attempts)
+                await self._start_stream(request, response, attempts, release)
+                release = None  # the stream gives its slot back when it closes
+                return self._open_stream(call, response, attempts)
+            return self.finish(call, response, attempts)
+        finally:
+            if release is not None:
+                release()
+
+    async def _start_stream(
+        self,
+        request: httpx.Request,
+        response: httpx.Response,
+        attempts: int,
+        on_close: Callable[[], object] | None,
+    ) -> None:
+        """Read up to the first event, so that a failure before it is retried like any other."""
+        original = response.stream
+        assert isinstance(original, httpx.AsyncByteStream)
+        rest = original.__aiter__()
+        head: list[bytes] = []
+        try:
+            async for chunk in rest:
+                head.append(chunk)
+                if holds_an_event(head):
+                    break
+        except httpx.TransportError as exc:
+            await response.aclose()
+            raise self.failed(request, exc, attempts) from exc
+        response.stream = _AsyncResumedStream(head, rest, original, on_close)
 
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import AsyncStream
 
         stream: AsyncStream[Any] = AsyncStream(response, call.parse, on_chunk=self.state.observe)
         return RawResponse(response, attempts, stream) if call.raw else stream
+
+
+_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+def holds_an_event(head: list[bytes]) -> bool:
+    """Whether the bytes read so far complete at least one server-sent event."""
+    joined = head[0] if len(head) == 1 else b"".join(head)
+    return any(end in joined for end in _EVENT_ENDS)
+
+
+class _Resumable:
+    """A reply body whose first chunks were read ahead: they come first, then the rest.
+    Closing it closes the original body and runs ``on_close`` once (a concurrency slot)."""
+
+    def __init__(
+        self, head: list[bytes], rest: Any, original: Any, on_close: Callable[[], object] | None
+    ) -> None:
+        self._head = head
+        self._rest = rest
+        self._original = original
+        self._on_close = on_close
+
+    def _closed(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+
+class _ResumedStream(_Resumable, httpx.SyncByteStream):
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._head:
+            return self._head.pop(0)
+        chunk: bytes = next(self._rest)
+        return chunk
+
+    def close(self) -> None:
+        try:
+            close_rest = getattr(self._rest, "close", None)
+            if close_rest is not None:
+                close_rest()
+            self._original.close()
+        finally:
+            self._closed()
+
+
+class _AsyncResumedStream(_Resumable, httpx.AsyncByteStream):
+    """An iterator object, not an async generator: nothing is left for trio to warn about
+    when the caller stops early."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._head:
+            return self._head.pop(0)
+        chunk: bytes = await self._rest.__anext__()
+        return chunk
+
+    async def aclose(self) -> None:
+        try:
+            close_rest = getattr(self._rest, "aclose", None)
+            if close_rest is not None:
+                await close_rest()  # an async generator left open would warn under trio
+            await self._original.aclose()
+        finally:
+            self._closed()
 
 
 __all__ = [
@@ -321,4 +573,5 @@ __all__ = [
     "SyncPipeline",
     "attempts_of",
     "make_status_error",
+    "new_idempotency_key",
 ]

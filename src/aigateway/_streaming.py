@@ -151,12 +151,13 @@ class Stream(_StreamBase[T]):
 
     def __iter__(self) -> Iterator[T]:
         try:
-            for data in self.response.iter_raw():
+            raw = self.response.iter_raw()
+            for data in raw:
                 chunks = self._decoder.feed(data)
                 self._observe(chunks)
                 yield from chunks
                 if self._decoder.done:
-                    self._drain()
+                    self._drain(raw)
                     return
             self._decoder.end()
         except httpx.TransportError as exc:
@@ -164,9 +165,10 @@ class Stream(_StreamBase[T]):
         finally:
             self.close()
 
-    def _drain(self) -> None:
-        """Read what follows ``[DONE]`` so the connection can go back to the pool."""
-        for _ in self.response.iter_raw():
+    def _drain(self, raw: Iterator[bytes]) -> None:
+        """Read what follows ``[DONE]`` so the connection can go back to the pool (from the
+        same iterator: httpx refuses to start a second one)."""
+        for _ in raw:
             pass
 
     def close(self) -> None:
@@ -193,13 +195,14 @@ class AsyncStream(_StreamBase[T]):
 
     async def _iterate(self) -> AsyncIterator[T]:
         try:
-            async for data in self.response.aiter_raw():
+            raw = self.response.aiter_raw()
+            async for data in raw:
                 chunks = self._decoder.feed(data)
                 self._observe(chunks)
                 for chunk in chunks:
                     yield chunk
                 if self._decoder.done:
-                    async for _ in self.response.aiter_raw():
+                    async for _ in raw:
                         pass
                     return
             self._decoder.end()

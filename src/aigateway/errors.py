@@ -19,6 +19,9 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
             └── InternalServerError        500 and other 5xx
                 └── ServiceUnavailableError    503
 
+    LowBalanceWarning               a ``UserWarning``, emitted once per client when a reply
+                                    says the balance is below 10 credits
+
 Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
 text. They never carry the API key in their message or repr.
 """
@@ -46,6 +49,7 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "LowBalanceWarning",
     "NotFoundError",
     "RateLimitError",
     "RateLimitInfo",
@@ -218,6 +222,9 @@ class APIStatusError(APIError):
         self.code = code
         self.attempts = attempts
         self.rate_limit = RateLimitInfo.from_headers(response.headers)
+        self.retry_after: float | None = None
+        """Set when the gateway asked to wait longer than the retry policy's cap: the wait it
+        asked for, in seconds (the error was raised at once instead of sleeping)."""
 
     def __str__(self) -> str:
         parts = [f"HTTP {self.status_code}"]
@@ -225,6 +232,12 @@ class APIStatusError(APIError):
             parts.append(f"code={self.code}")
         if self.request_id:
             parts.append(f"request_id={self.request_id}")
+        if self.attempts > 1:
+            parts.append(f"attempts={self.attempts}")
+        if self.retry_after is not None:
+            reset = self.rate_limit.reset if self.rate_limit else None
+            at = f", resets at Unix time {reset}" if reset is not None else ""
+            parts.append(f"the gateway asks to wait {self.retry_after:.0f} s{at}; not retried")
         return f"{self.message} ({', '.join(parts)})"
 
 
@@ -268,6 +281,11 @@ class InternalServerError(APIStatusError):
 
 class ServiceUnavailableError(InternalServerError):
     """503: the service is temporarily unavailable."""
+
+
+class LowBalanceWarning(AIGatewayError, UserWarning):
+    """A reply said the balance is below 10 credits (``_balance_warning``); emitted once per
+    client with `warnings.warn`, so notebooks and test runs notice before calls start failing."""
 
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {

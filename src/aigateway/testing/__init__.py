@@ -3,8 +3,9 @@
 `MockGateway` serves ``POST /chat/completions``, ``GET /models`` and ``GET /models/{id}``
 exactly as the spec describes them (bodies, stream events, error bodies, headers), and every
 non-chat service category on ``POST /run`` and ``POST /image/generate`` (the files they make at
-``GET /files/{id}``), with accounts and credits, replaceable model and service catalogues and a
-seeded fake model::
+``GET /files/{id}``), with accounts and credits, replaceable model and service catalogues, a
+seeded fake model, per-key rate limits (``gateway.rate_limits``), idempotency keys and fault
+injection (``gateway.faults``)::
 
     import httpx
     from aigateway.testing import MockGateway
@@ -25,7 +26,11 @@ from __future__ import annotations
 from ._accounts import Account, Charge, ChargeResult, Ledger
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
+from ._faults import FaultPlan
 from ._gateway import MockGateway
+from ._idempotency import IdempotencyStore
+from ._ratelimits import PRESETS as RATE_LIMIT_PRESETS
+from ._ratelimits import RateLimiter, RateLimits
 from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._transport import MockTransport
 from ._wire import MockRequest, MockResponse
@@ -33,8 +38,11 @@ from ._wire import MockRequest, MockResponse
 __all__ = [
     "Account",
     "Catalogue",
+    "RATE_LIMIT_PRESETS",
     "Charge",
     "ChargeResult",
+    "FaultPlan",
+    "IdempotencyStore",
     "Ledger",
     "MockClock",
     "MockGateway",
@@ -46,6 +54,8 @@ __all__ = [
     "ServiceSpec",
     "ServiceStores",
     "FileStore",
+    "RateLimiter",
+    "RateLimits",
     "default_catalogue",
     "default_services",
 ]

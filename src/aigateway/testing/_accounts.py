@@ -94,6 +94,7 @@ class Ledger:
         self._lock = threading.Lock()
         self._by_key: dict[str, Account] = {}
         self._charges: list[Charge] = []
+        self._by_request: dict[str, Charge] = {}
 
     def create_account(
         self, credits: float = FREE_TIER_CREDITS, *, key: str | None = None
@@ -165,18 +166,24 @@ class Ledger:
             if account._balance < value:
                 return ChargeResult(False, value, account._balance)
             account._balance -= value
-            self._charges.append(
-                Charge(
-                    account.id,
-                    float(value),
-                    model,
-                    request_id,
-                    prompt_tokens,
-                    completion_tokens,
-                    float(account._balance),
-                )
+            charge = Charge(
+                account.id,
+                float(value),
+                model,
+                request_id,
+                prompt_tokens,
+                completion_tokens,
+                float(account._balance),
             )
+            self._charges.append(charge)
+            if request_id:
+                self._by_request[request_id] = charge
             return ChargeResult(True, value, account._balance)
+
+    def charge_for(self, request_id: str) -> Charge | None:
+        """The charge made for request ``request_id``, if any."""
+        with self._lock:
+            return self._by_request.get(request_id)
 
     @property
     def charges(self) -> list[Charge]:

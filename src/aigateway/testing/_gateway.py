@@ -50,7 +50,11 @@ from ._engine import (
     stream_chunks,
     tool_choice_problem,
 )
+from ._faults import FaultPlan
+from ._guard import guarded
+from ._idempotency import IdempotencyStore
 from ._ids import IdSource
+from ._ratelimits import RateLimiter, RateLimits
 from ._run import handle_file, handle_image_generate, handle_run
 from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._wire import MockRequest, MockResponse, error_response, json_response, sse_response
@@ -90,6 +94,7 @@ class MockGateway:
         credits: float = FREE_TIER_CREDITS,
         clock: MockClock | None = None,
         services: Iterable[ServiceSpec] | None = None,
+        rate_limits: str | RateLimits = "free",
     ) -> None:
         self.seed = seed
         self.clock = clock if clock is not None else MockClock()
@@ -110,6 +115,12 @@ class MockGateway:
         self._lock = threading.Lock()
         self._requests: list[MockRequest] = []
         self._script: deque[ScriptedReply] = deque()
+        self.rate_limits = RateLimiter(self.clock, rate_limits)
+        """Per-key limits (a preset name or `RateLimits`): ``rate_limits.set("starter", key)``."""
+        self.idempotency = IdempotencyStore(self.clock)
+        """Idempotency keys seen, per account, for 24 hours of the clock."""
+        self.faults = FaultPlan(self.clock.now, self._requests_per_minute_of)
+        """Faults for the next requests: ``faults.fail(503, times=2)``, ``faults.drop()``..."""
 
     # -- state -----------------------------------------------------------------------------
 
@@ -179,9 +190,13 @@ class MockGateway:
     def client(self, *, api_key: str | None = None, **options: Any) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key).
 
-        ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...).
+        ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
+        waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
         from .._client import Client
+        from ._delivery import mock_time_retry_policy
+
+        options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
 
         return Client(
             api_key=api_key or self.api_key,
@@ -193,6 +208,9 @@ class MockGateway:
     def async_client(self, *, api_key: str | None = None, **options: Any) -> AsyncClient:
         """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key)."""
         from .._client import AsyncClient
+        from ._delivery import mock_time_retry_policy
+
+        options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
 
         return AsyncClient(
             api_key=api_key or self.api_key,
@@ -209,7 +227,12 @@ class MockGateway:
         with self._lock:
             self._requests.append(request)
         try:
-            response = self._route(request, request_id)
+            response = self.faults.run(
+                request,
+                lambda: guarded(
+                    self, request, request_id, lambda: self._route(request, request_id)
+                ),
+            )
         except Exception as exc:  # a bug in the mock: answer, do not crash the caller's server
             response = error_response(
                 500, f"mock gateway internal error: {exc!r}", "server_error", "internal_error"
@@ -244,6 +267,10 @@ class MockGateway:
                 headers={"allow": allowed},
             )
         return handler(self, request, request_id, argument)
+
+    def _requests_per_minute_of(self, request: MockRequest) -> int | None:
+        key = request.headers.get("authorization", "").partition(" ")[2].strip()
+        return self.rate_limits.limits(key).requests_per_minute
 
     def _authenticate(self, request: MockRequest) -> Account | MockResponse:
         scheme, _, key = request.headers.get("authorization", "").strip().partition(" ")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from ._delivery import deliver
 from ._wire import MockRequest, MockResponse
 
 if TYPE_CHECKING:
@@ -81,11 +82,13 @@ class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         body = request.read()
         response = self.gateway.handle(to_mock_request(request, body))
+        response = deliver(response, request, self.gateway.clock)
         return to_httpx_response(response, request, asynchronous=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         response = self.gateway.handle(to_mock_request(request, body))
+        response = deliver(response, request, self.gateway.clock)
         return to_httpx_response(response, request, asynchronous=True)
 
     def __repr__(self) -> str:

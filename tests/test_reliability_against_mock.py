@@ -240,3 +240,47 @@ async def test_the_ledger_is_exact_under_200_concurrent_tasks() -> None:
         await client.close()
     assert 0 < len(ok_ids) < 200
     ledger_is_exact(gateway, starts, ok_ids)
+
+
+def send_email(client: Client | AsyncClient, **options: Any) -> Any:
+    return resolve(
+        client.email.with_raw_response.send(
+            model="resend/email", to=["a@example.com"], subject="Hi", text="Hello", **options
+        )
+    )
+
+
+async def test_an_email_that_gets_a_503_is_not_retried_without_a_key(
+    mock_client: Client | AsyncClient, gateway: MockGateway
+) -> None:
+    gateway.faults.fail(503, path="/v1/run")
+    with pytest.raises(ServiceUnavailableError) as caught:
+        await send_email(mock_client)
+    assert caught.value.attempts == 1
+    assert len(gateway.requests) == 1
+
+
+async def test_an_email_whose_reply_was_lost_is_retried_and_charged_once_with_a_key(
+    mock_client: Client | AsyncClient, gateway: MockGateway
+) -> None:
+    gateway.faults.fail(503, path="/v1/run")
+    raw = await send_email(mock_client, idempotency_key="welcome-mail-7")
+    assert raw.attempts == 2
+    gateway.faults.drop(after_processing=True, path="/v1/run")
+    raw = await send_email(mock_client, idempotency_key="welcome-mail-8")
+    assert raw.attempts == 2
+    assert raw.headers["idempotent-replayed"] == "true"
+    sent = [request for request in gateway.requests if request.path == "/v1/run"]
+    assert {request.headers["idempotency-key"] for request in sent} == {
+        "welcome-mail-7",
+        "welcome-mail-8",
+    }
+    assert len(gateway.charges) == 2  # one per email, none for the failed or replayed tries
+
+
+async def test_an_email_with_generated_keys_is_charged_once(gateway: MockGateway) -> None:
+    gateway.faults.drop(after_processing=True, path="/v1/run")
+    async with in_process_client("async", gateway, auto_idempotency_keys=True) as client:
+        raw = await send_email(client)
+    assert raw.attempts == 2
+    assert len(gateway.charges) == 1

@@ -147,6 +147,10 @@ class BasePipeline:
         timeout = (
             coerce_timeout(options["timeout"]) if "timeout" in options else self.config.timeout
         )
+        if call.stream:
+            from ._streaming import stream_read_timeout
+
+            timeout = stream_read_timeout(timeout, options)
         return self.http_client.build_request(
             call.method,
             self.config.base_url.join(call.path),
@@ -265,7 +269,9 @@ class SyncPipeline(BasePipeline):
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import Stream
 
-        stream: Stream[Any] = Stream(response, call.parse, on_chunk=self.state.observe)
+        stream: Stream[Any] = Stream(
+            response, call.parse, on_chunk=self.state.observe, options=call.options
+        )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
 
@@ -299,7 +305,9 @@ class AsyncPipeline(BasePipeline):
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import AsyncStream
 
-        stream: AsyncStream[Any] = AsyncStream(response, call.parse, on_chunk=self.state.observe)
+        stream: AsyncStream[Any] = AsyncStream(
+            response, call.parse, on_chunk=self.state.observe, options=call.options
+        )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
 

@@ -19,6 +19,7 @@ from ..types.chat_params import (
     ChatCompletionCreateParamsNonStreaming,
     ChatCompletionCreateParamsStreaming,
     ChatCompletionRequest,
+    ChatCompletionStreamParams,
 )
 from ._base import (
     AsyncResource,
@@ -31,12 +32,14 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    from .._chat_stream import AsyncChatCompletionStream, ChatCompletionStream
     from .._streaming import AsyncStream, Stream
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
 _REQUEST = TypeAdapter(ChatCompletionRequest)
 _KEYWORDS = frozenset(ChatCompletionCreateParams.__annotations__)
+_STREAM_KEYWORDS = _KEYWORDS - {"stream"}
 _MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
 
 
@@ -80,6 +83,12 @@ def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
     )
 
 
+def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APICall[Any]:
+    """``create(stream=True)`` for the ``stream`` helper, which takes no ``stream`` keyword."""
+    check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
+    return build_create_call({**params, "stream": True})
+
+
 class Completions(SyncResource):
     """Chat completions (spec 2.1): ``create(model=..., messages=[...])``."""
 
@@ -108,6 +117,17 @@ class Completions(SyncResource):
             build_create_call(params)
         )
         return result
+
+    @keyword_signature(ChatCompletionStreamParams)
+    def stream(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatCompletionStream:
+        """Stream a chat completion and add it up as it comes.
+
+        ``with client.chat.completions.stream(...) as s``, then ``for text in s.text_stream``
+        and ``s.get_final_completion()``. A non-2xx reply raises here, before iteration.
+        """
+        from .._chat_stream import ChatCompletionStream
+
+        return ChatCompletionStream(self._request(build_stream_call(params)))
 
     @cached_property
     def with_raw_response(self) -> CompletionsWithRawResponse:
@@ -143,6 +163,20 @@ class AsyncCompletions(AsyncResource):
             build_create_call(params)
         )
         return result
+
+    @keyword_signature(ChatCompletionStreamParams)
+    async def stream(
+        self, **params: Unpack[ChatCompletionStreamParams]
+    ) -> AsyncChatCompletionStream:
+        """Stream a chat completion and add it up as it comes.
+
+        ``async with await client.chat.completions.stream(...) as s``, then
+        ``async for text in s.text_stream`` and ``await s.get_final_completion()``.
+        A non-2xx reply raises here, before iteration.
+        """
+        from .._chat_stream import AsyncChatCompletionStream
+
+        return AsyncChatCompletionStream(await self._request(build_stream_call(params)))
 
     @cached_property
     def with_raw_response(self) -> AsyncCompletionsWithRawResponse:

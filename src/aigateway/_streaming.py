@@ -37,6 +37,8 @@ from .errors import (
 T = TypeVar("T")
 
 DONE = "[DONE]"
+DONE_OBJECT = "chat.completion.done"
+"""The ``object`` of the WebSocket frame that ends a stream (design section 2)."""
 TAIL = 16
 """How many of the last chunks a stream keeps, for the error of a stream cut short."""
 DEFAULT_STREAM_IDLE_TIMEOUT = 300.0
@@ -147,6 +149,14 @@ def error_from_object(
     )
 
 
+def _object_of(text: str) -> object:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    return body.get("object") if isinstance(body, dict) else None
+
+
 def close_generator(generator: Generator[Any, None, None]) -> None:
     """Close a generator, unless it is the one running (a close from inside its own loop)."""
     if not getattr(generator, "gi_running", False):
@@ -196,25 +206,54 @@ class ChunkDecoder(Generic[T]):
             if event.data == DONE:
                 self.done = True
                 break
-            raw = event.data.encode()
-            if event.data.startswith('{"error"') or event.event == "error":
-                error = error_from_object(raw, self._response.request, self._response.headers)
-                if error is not None:
-                    raise error
-            try:
-                chunks.append(self._parse(raw))
-            except ValueError as exc:
-                raise self._invalid(
-                    f"a stream chunk is not of the expected shape ({exc})", raw
-                ) from exc
+            chunks.append(self._chunk(event.data, event.event == "error"))
         if chunks:
             self.received += len(chunks)
             self.tail.extend(chunks)
+        self._check_time(bool(events))
+        return chunks
+
+    def feed_frame(self, message: str | bytes) -> T | None:
+        """The chunk of one WebSocket frame; None for the done frame (design section 2)."""
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+        if DONE_OBJECT in text[:64] and _object_of(text) == DONE_OBJECT:
+            self.done = True
+            return None
+        chunk = self._chunk(text, False)
+        self.received += 1
+        self.tail.append(chunk)
+        self._check_time(True)
+        return chunk
+
+    def _chunk(self, data: str, error_event: bool) -> T:
+        raw = data.encode()
+        if error_event or '"error"' in data[:32]:
+            error = error_from_object(raw, self._response.request, self._response.headers)
+            if error is not None:
+                raise error
+        try:
+            return self._parse(raw)
+        except ValueError as exc:
+            raise self._invalid(
+                f"a stream chunk is not of the expected shape ({exc})", raw
+            ) from exc
+
+    def _check_time(self, progressed: bool) -> None:
         if self._timer is not None and not self.done:
-            overdue = self._timer.overdue(bool(events))
+            overdue = self._timer.overdue(progressed)
             if overdue is not None:
                 raise self.incomplete(overdue, StreamTimeoutError)
-        return chunks
+
+    def next_wait(self) -> float | None:
+        """How long the next wait for an event may last (None: no limit)."""
+        return None if self._timer is None else self._timer.next_wait()
+
+    def stalled(self) -> StreamTimeoutError:
+        """The error for a wait of `next_wait` seconds that brought nothing."""
+        why = self._timer.overdue(False) if self._timer is not None else None
+        error = self.incomplete(why or "the stream stalled", StreamTimeoutError)
+        assert isinstance(error, StreamTimeoutError)
+        return error
 
     def end(self) -> None:
         """The body ended: raise unless ``[DONE]`` was seen."""
@@ -250,6 +289,17 @@ class ChunkDecoder(Generic[T]):
         )
 
 
+def chunk_decoder(
+    parse: Callable[[bytes], T], response: httpx.Response, options: Mapping[str, Any] | None
+) -> ChunkDecoder[T]:
+    """A decoder with the idle timeout and deadline the call's options ask for."""
+    idle_timeout, deadline = stream_settings(options or {})
+    timer = None
+    if idle_timeout is not None or deadline is not None:
+        timer = StreamTimer(idle_timeout, deadline)
+    return ChunkDecoder(parse, response, timer=timer)
+
+
 class _StreamBase(Generic[T]):
     def __init__(
         self,
@@ -260,11 +310,7 @@ class _StreamBase(Generic[T]):
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self.response = response
-        idle_timeout, deadline = stream_settings(options or {})
-        timer = None
-        if idle_timeout is not None or deadline is not None:
-            timer = StreamTimer(idle_timeout, deadline)
-        self._decoder = ChunkDecoder(parse, response, timer=timer)
+        self._decoder = chunk_decoder(parse, response, options)
         self._on_chunk = on_chunk
 
     @property
@@ -423,6 +469,7 @@ __all__ = [
     "ChunkDecoder",
     "Stream",
     "StreamTimer",
+    "chunk_decoder",
     "error_from_object",
     "stream_read_timeout",
     "stream_settings",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, overload
 
@@ -34,6 +35,7 @@ from ._base import (
 if TYPE_CHECKING:
     from .._chat_stream import AsyncChatCompletionStream, ChatCompletionStream
     from .._streaming import AsyncStream, Stream
+    from .._websocket import AsyncChatSocket, ChatSocket
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
@@ -89,6 +91,12 @@ def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APIC
     return build_create_call({**params, "stream": True})
 
 
+def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
+    """The checked request of ``connect``: a chat body (no ``stream`` field) parsed as chunks."""
+    check_keywords(params, _STREAM_KEYWORDS, "chat.completions.connect")
+    return replace(build_create_call(params), parse=ChatCompletionChunk.model_validate_json)
+
+
 class Completions(SyncResource):
     """Chat completions (spec 2.1): ``create(model=..., messages=[...])``."""
 
@@ -128,6 +136,17 @@ class Completions(SyncResource):
         from .._chat_stream import ChatCompletionStream
 
         return ChatCompletionStream(self._request(build_stream_call(params)))
+
+    @keyword_signature(ChatCompletionStreamParams)
+    def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatSocket:
+        """Stream a chat completion over the WebSocket endpoint (``/v1/stream``).
+
+        ``with client.chat.completions.connect(...) as socket: for chunk in socket: ...``;
+        the same chunks as ``create(stream=True)``. Needs ``pip install 'aigateway[ws]'``.
+        """
+        from .._websocket import ChatSocket
+
+        return ChatSocket(self._client._pipeline, build_socket_call(params))
 
     @cached_property
     def with_raw_response(self) -> CompletionsWithRawResponse:
@@ -177,6 +196,17 @@ class AsyncCompletions(AsyncResource):
         from .._chat_stream import AsyncChatCompletionStream
 
         return AsyncChatCompletionStream(await self._request(build_stream_call(params)))
+
+    @keyword_signature(ChatCompletionStreamParams)
+    async def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> AsyncChatSocket:
+        """Stream a chat completion over the WebSocket endpoint (``/v1/stream``), on asyncio.
+
+        ``async with await client.chat.completions.connect(...) as socket:
+        async for chunk in socket: ...``. Needs ``pip install 'aigateway[ws]'``.
+        """
+        from .._websocket import AsyncChatSocket
+
+        return await AsyncChatSocket.open(self._client._pipeline, build_socket_call(params))
 
     @cached_property
     def with_raw_response(self) -> AsyncCompletionsWithRawResponse:

@@ -16,6 +16,7 @@ package (``pip install 'aigateway[ws]'``); the async socket runs on asyncio.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from dataclasses import replace
@@ -155,10 +156,12 @@ class ChatSocket(_SocketBase):
         exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
         self._closed_type = exceptions.ConnectionClosed
         try:
-            self._connection = client.connect(self.url, **self._connect_options())
-            self._connection.send(self._message)
+            # entered by hand: the connection lives on in this object, closed by close()
+            self._connection = client.connect(self.url, **self._connect_options()).__enter__()
         except (OSError, TimeoutError, exceptions.WebSocketException) as exc:
             raise self._open_error(exc) from exc
+        with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
+            self._connection.send(self._message)
         self._iterator = self._iterate()
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
@@ -214,9 +217,10 @@ class AsyncChatSocket(_SocketBase):
         socket._closed_type = exceptions.ConnectionClosed
         try:
             socket._connection = await client.connect(socket.url, **socket._connect_options())
-            await socket._connection.send(socket._message)
         except (OSError, TimeoutError, exceptions.WebSocketException) as exc:
             raise socket._open_error(exc) from exc
+        with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
+            await socket._connection.send(socket._message)
         return socket
 
     def __init__(self, pipeline: BasePipeline, call: APICall[Any]) -> None:

@@ -13,20 +13,11 @@ from aigateway._chat_stream import accumulate
 from aigateway.testing import MockGateway
 
 from .conftest import resolve
+from .testing._helpers import LOOKUP_TOOL
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "Stream me something"}]
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {
-            "type": "object",
-            "properties": {"term": {"type": "string"}, "limit": {"type": "integer"}},
-            "required": ["term", "limit"],
-        },
-    },
-}
+TOOL = LOOKUP_TOOL
 
 
 @pytest.fixture

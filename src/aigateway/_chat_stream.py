@@ -23,11 +23,8 @@ from collections.abc import (
     Iterator,
 )
 from dataclasses import dataclass, field
-from types import TracebackType
 
-import anyio
-
-from ._streaming import AsyncStream, Stream, aclose_generator, close_generator
+from ._streaming import AsyncChunkIterator, AsyncStream, Stream, SyncChunkIterator
 from .errors import IncompleteStreamError
 from .types.chat import (
     ChatCompletion,
@@ -214,13 +211,14 @@ class _ChatStreamBase:
     def __init__(self) -> None:
         self.accumulator = ChatCompletionAccumulator()
         """What has been received so far; ``accumulator.completion()`` is the snapshot."""
+        self._text = ""  # the text the last chunk added to the first choice
 
     def current_completion(self) -> ChatCompletion:
         """The completion rebuilt from the chunks received so far."""
         return self.accumulator.completion()
 
 
-class ChatCompletionStream(_ChatStreamBase):
+class ChatCompletionStream(_ChatStreamBase, SyncChunkIterator[ChatCompletionChunk]):
     """A streamed chat completion that adds its chunks up as they come.
 
     Iterate it for the chunks, or ``text_stream`` for the text deltas; then
@@ -231,30 +229,29 @@ class ChatCompletionStream(_ChatStreamBase):
         super().__init__()
         self.stream = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
-        self._events = self._iterate()
 
-    def _iterate(self) -> Generator[tuple[ChatCompletionChunk, str], None, None]:
+    def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         try:
             for chunk in self.stream:
-                yield chunk, self.accumulator.add(chunk)
+                self._text = self.accumulator.add(chunk)
+                yield chunk
         except IncompleteStreamError as error:
             error.partial = self.accumulator.completion()
             raise
 
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
-        for chunk, _ in self._events:
-            yield chunk
+    def _release(self) -> None:
+        self.stream.close()
 
     @property
     def text_stream(self) -> Iterator[str]:
         """The text deltas of the first choice, as they arrive (empty ones skipped)."""
-        for _, text in self._events:
-            if text:
-                yield text
+        for _ in self:
+            if self._text:
+                yield self._text
 
     def until_done(self) -> None:
         """Read the rest of the stream."""
-        for _ in self._events:
+        for _ in self:
             pass
 
     def get_final_completion(self) -> ChatCompletion:
@@ -262,24 +259,8 @@ class ChatCompletionStream(_ChatStreamBase):
         self.until_done()
         return self.accumulator.completion()
 
-    def close(self) -> None:
-        """Release the connection (idempotent)."""
-        close_generator(self._events)
-        self.stream.close()
 
-    def __enter__(self) -> ChatCompletionStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncChatCompletionStream(_ChatStreamBase):
+class AsyncChatCompletionStream(_ChatStreamBase, AsyncChunkIterator[ChatCompletionChunk]):
     """`ChatCompletionStream` for async code: ``async for``, ``await get_final_completion()``,
     ``async with``."""
 
@@ -287,50 +268,32 @@ class AsyncChatCompletionStream(_ChatStreamBase):
         super().__init__()
         self.stream = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
-        self._events = self._iterate()
 
-    async def _iterate(self) -> AsyncGenerator[tuple[ChatCompletionChunk, str], None]:
+    async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         try:
             async for chunk in self.stream:
-                yield chunk, self.accumulator.add(chunk)
+                self._text = self.accumulator.add(chunk)
+                yield chunk
         except IncompleteStreamError as error:
             error.partial = self.accumulator.completion()
             raise
 
-    async def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        async for chunk, _ in self._events:
-            yield chunk
+    async def _release(self) -> None:
+        await self.stream.close()
 
     @property
     async def text_stream(self) -> AsyncIterator[str]:
         """The text deltas of the first choice, as they arrive (empty ones skipped)."""
-        async for _, text in self._events:
-            if text:
-                yield text
+        async for _ in self:
+            if self._text:
+                yield self._text
 
     async def until_done(self) -> None:
         """Read the rest of the stream."""
-        async for _ in self._events:
+        async for _ in self:
             pass
 
     async def get_final_completion(self) -> ChatCompletion:
         """Read the rest of the stream; return the whole completion rebuilt from it."""
         await self.until_done()
         return self.accumulator.completion()
-
-    async def close(self) -> None:
-        """Release the connection (idempotent; completes even when the task is cancelled)."""
-        with anyio.CancelScope(shield=True):
-            await aclose_generator(self._events)
-            await self.stream.close()
-
-    async def __aenter__(self) -> AsyncChatCompletionStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -19,11 +19,13 @@ import json
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
+from functools import cached_property
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
 import httpx
+from typing_extensions import Self
 
 from ._sse import SSEDecodeError, SSEDecoder
 from .errors import (
@@ -289,6 +291,81 @@ class ChunkDecoder(Generic[T]):
         )
 
 
+class SyncChunkIterator(Generic[T]):
+    """One generator behind ``for``/``next()``, stopped by ``close()``; leaving a ``with``
+    block closes. Subclasses write `_iterate` and `_release` (free the connection)."""
+
+    def _iterate(self) -> Generator[T, None, None]:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        raise NotImplementedError
+
+    @cached_property
+    def _iterator(self) -> Generator[T, None, None]:
+        return self._iterate()
+
+    def __iter__(self) -> Iterator[T]:
+        return self._iterator
+
+    def __next__(self) -> T:
+        return next(self._iterator)
+
+    def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent)."""
+        close_generator(self._iterator)
+        self._release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncChunkIterator(Generic[T]):
+    """`SyncChunkIterator` for ``async for``: ``close()`` is shielded, so it completes even
+    when the task is being cancelled."""
+
+    def _iterate(self) -> AsyncGenerator[T, None]:
+        raise NotImplementedError
+
+    async def _release(self) -> None:
+        raise NotImplementedError
+
+    @cached_property
+    def _iterator(self) -> AsyncGenerator[T, None]:
+        return self._iterate()
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self._iterator
+
+    async def __anext__(self) -> T:
+        return await self._iterator.__anext__()
+
+    async def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent, shielded)."""
+        with anyio.CancelScope(shield=True):
+            await aclose_generator(self._iterator)
+            await self._release()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
 def chunk_decoder(
     parse: Callable[[bytes], T], response: httpx.Response, options: Mapping[str, Any] | None
 ) -> ChunkDecoder[T]:
@@ -342,28 +419,11 @@ async def _adrain(raw: AsyncIterator[bytes]) -> None:
             return
 
 
-class Stream(_StreamBase[T]):
+class Stream(_StreamBase[T], SyncChunkIterator[T]):
     """A streamed reply, chunk by chunk. Use it in a ``with`` block, or iterate it to the end.
 
     Iterating again continues where the last loop stopped.
     """
-
-    def __init__(
-        self,
-        response: httpx.Response,
-        parse: Callable[[bytes], T],
-        *,
-        on_chunk: Callable[[httpx.Response, object], None] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(response, parse, on_chunk=on_chunk, options=options)
-        self._iterator = self._iterate()
-
-    def __iter__(self) -> Iterator[T]:
-        return self._iterator
-
-    def __next__(self) -> T:
-        return next(self._iterator)
 
     def _iterate(self) -> Generator[T, None, None]:
         decoder = self._decoder
@@ -383,46 +443,16 @@ class Stream(_StreamBase[T]):
         finally:
             self.response.close()
 
-    def close(self) -> None:
-        """Stop the iteration and release the connection (idempotent)."""
-        close_generator(self._iterator)
+    def _release(self) -> None:
         self.response.close()
 
-    def __enter__(self) -> Stream[T]:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncStream(_StreamBase[T]):
+class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
     """A streamed reply, chunk by chunk, for ``async for``; also an async context manager.
 
     Use ``async with``: it closes the connection at once on ``break``, on an exception and
     when the task is cancelled (the close is shielded, so it completes).
     """
-
-    def __init__(
-        self,
-        response: httpx.Response,
-        parse: Callable[[bytes], T],
-        *,
-        on_chunk: Callable[[httpx.Response, object], None] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(response, parse, on_chunk=on_chunk, options=options)
-        self._iterator = self._iterate()
-
-    def __aiter__(self) -> AsyncIterator[T]:
-        return self._iterator
-
-    async def __anext__(self) -> T:
-        return await self._iterator.__anext__()
 
     async def _iterate(self) -> AsyncGenerator[T, None]:
         decoder = self._decoder
@@ -444,31 +474,18 @@ class AsyncStream(_StreamBase[T]):
             with anyio.CancelScope(shield=True):
                 await self.response.aclose()
 
-    async def close(self) -> None:
-        """Stop the iteration and release the connection (idempotent); shielded, so it
-        completes even when the task is being cancelled."""
-        with anyio.CancelScope(shield=True):
-            await aclose_generator(self._iterator)
-            await self.response.aclose()
-
-    async def __aenter__(self) -> AsyncStream[T]:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _release(self) -> None:
+        await self.response.aclose()
 
 
 __all__ = [
     "DEFAULT_STREAM_IDLE_TIMEOUT",
+    "AsyncChunkIterator",
     "AsyncStream",
     "ChunkDecoder",
     "Stream",
     "StreamTimer",
+    "SyncChunkIterator",
     "chunk_decoder",
     "error_from_object",
     "stream_read_timeout",

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,7 +27,7 @@ import httpx
 
 from ._http import APICall, BasePipeline, make_status_error
 from ._optional import require
-from ._streaming import ChunkDecoder, aclose_generator, chunk_decoder, close_generator
+from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator, chunk_decoder
 from .errors import APIConnectionError, APIError, IncompleteStreamError
 
 if TYPE_CHECKING:
@@ -146,7 +145,7 @@ class _SocketBase:
         return chunk
 
 
-class ChatSocket(_SocketBase):
+class ChatSocket(_SocketBase, SyncChunkIterator["ChatCompletionChunk"]):
     """A chat completion streamed over the WebSocket: iterate it for the chunks; use it in a
     ``with`` block, which closes the connection."""
 
@@ -162,13 +161,6 @@ class ChatSocket(_SocketBase):
             raise self._open_error(exc) from exc
         with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
             self._connection.send(self._message)
-        self._iterator = self._iterate()
-
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
-        return self._iterator
-
-    def __next__(self) -> ChatCompletionChunk:
-        return next(self._iterator)
 
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         decoder = self._decoder
@@ -186,24 +178,11 @@ class ChatSocket(_SocketBase):
         finally:
             self._connection.close()
 
-    def close(self) -> None:
-        """Stop the iteration and close the connection (idempotent)."""
-        close_generator(self._iterator)
+    def _release(self) -> None:
         self._connection.close()
 
-    def __enter__(self) -> ChatSocket:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncChatSocket(_SocketBase):
+class AsyncChatSocket(_SocketBase, AsyncChunkIterator["ChatCompletionChunk"]):
     """`ChatSocket` for async code (asyncio): ``async for`` and ``async with``."""
 
     _connection: Any
@@ -222,16 +201,6 @@ class AsyncChatSocket(_SocketBase):
         with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
             await socket._connection.send(socket._message)
         return socket
-
-    def __init__(self, pipeline: BasePipeline, call: APICall[Any]) -> None:
-        super().__init__(pipeline, call)
-        self._iterator = self._iterate()
-
-    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
-        return self._iterator
-
-    async def __anext__(self) -> ChatCompletionChunk:
-        return await self._iterator.__anext__()
 
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         decoder = self._decoder
@@ -252,19 +221,5 @@ class AsyncChatSocket(_SocketBase):
             with anyio.CancelScope(shield=True):
                 await self._connection.close()
 
-    async def close(self) -> None:
-        """Stop the iteration and close the connection (idempotent, completes when cancelled)."""
-        with anyio.CancelScope(shield=True):
-            await aclose_generator(self._iterator)
-            await self._connection.close()
-
-    async def __aenter__(self) -> AsyncChatSocket:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _release(self) -> None:
+        await self._connection.close()

@@ -39,15 +39,29 @@ from .errors import (
     RateLimitError,
     RateLimitInfo,
     ServiceUnavailableError,
+    StreamTimeoutError,
 )
 
 if TYPE_CHECKING:
+    from ._chat_stream import (
+        AsyncChatCompletionStream,
+        ChatCompletionAccumulator,
+        ChatCompletionStream,
+        accumulate,
+    )
     from ._streaming import AsyncStream, Stream
+    from ._websocket import AsyncChatSocket, ChatSocket
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
 
 _LAZY = {
     "Stream": "._streaming",
     "AsyncStream": "._streaming",
+    "ChatCompletionAccumulator": "._chat_stream",
+    "ChatCompletionStream": "._chat_stream",
+    "AsyncChatCompletionStream": "._chat_stream",
+    "accumulate": "._chat_stream",
+    "ChatSocket": "._websocket",
+    "AsyncChatSocket": "._websocket",
     "ChatCompletion": ".types",
     "ChatCompletionChunk": ".types",
     "Message": ".types",
@@ -68,6 +82,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The public names, the lazy ones included (for tab completion)."""
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
     "AIGatewayError",
     "APIConnectionError",
@@ -75,12 +94,17 @@ __all__ = [
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "AsyncChatCompletionStream",
+    "AsyncChatSocket",
     "AsyncClient",
     "AsyncStream",
     "AuthenticationError",
     "BadRequestError",
     "ChatCompletion",
+    "ChatCompletionAccumulator",
     "ChatCompletionChunk",
+    "ChatCompletionStream",
+    "ChatSocket",
     "Client",
     "ConfigurationError",
     "IncompleteStreamError",
@@ -98,5 +122,7 @@ __all__ = [
     "Secret",
     "ServiceUnavailableError",
     "Stream",
+    "StreamTimeoutError",
     "__version__",
+    "accumulate",
 ]

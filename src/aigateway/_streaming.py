@@ -202,13 +202,19 @@ class ChunkDecoder(Generic[T]):
         except SSEDecodeError as exc:
             raise self._invalid(str(exc), data) from exc
         chunks: list[T] = []
-        for event in events:
-            if self.done:
-                break
-            if event.data == DONE:
+        parse = self._parse
+        for event in events:  # the hot path: one parse per event, no other call
+            text = event.data
+            if text == DONE or self.done:
                 self.done = True
                 break
-            chunks.append(self._chunk(event.data, event.event == "error"))
+            if event.event == "error" or '"error"' in text[:32]:
+                self._raise_error_object(text)
+            try:
+                # model_validate_json takes str as well as bytes: no re-encoding
+                chunks.append(parse(text))  # type: ignore[arg-type]
+            except ValueError as exc:
+                raise self._not_a_chunk(text, exc) from exc
         if chunks:
             self.received += len(chunks)
             self.tail.extend(chunks)
@@ -221,24 +227,25 @@ class ChunkDecoder(Generic[T]):
         if DONE_OBJECT in text[:64] and _object_of(text) == DONE_OBJECT:
             self.done = True
             return None
-        chunk = self._chunk(text, False)
+        if '"error"' in text[:32]:
+            self._raise_error_object(text)
+        try:
+            chunk = self._parse(text)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise self._not_a_chunk(text, exc) from exc
         self.received += 1
         self.tail.append(chunk)
         self._check_time(True)
         return chunk
 
-    def _chunk(self, data: str, error_event: bool) -> T:
-        raw = data.encode()
-        if error_event or '"error"' in data[:32]:
-            error = error_from_object(raw, self._response.request, self._response.headers)
-            if error is not None:
-                raise error
-        try:
-            return self._parse(raw)
-        except ValueError as exc:
-            raise self._invalid(
-                f"a stream chunk is not of the expected shape ({exc})", raw
-            ) from exc
+    def _raise_error_object(self, text: str) -> None:
+        """Raise the API error an ``{"error": {...}}`` event stands for (if it is one)."""
+        error = error_from_object(text, self._response.request, self._response.headers)
+        if error is not None:
+            raise error
+
+    def _not_a_chunk(self, text: str, exc: ValueError) -> APIResponseValidationError:
+        return self._invalid(f"a stream chunk is not of the expected shape ({exc})", text.encode())
 
     def _check_time(self, progressed: bool) -> None:
         if self._timer is not None and not self.done:

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aigateway import AsyncClient, AuthenticationError, Client, NotFoundError
+from aigateway import AsyncClient, AuthenticationError, Client, NotFoundError, StreamTimeoutError
 from aigateway._websocket import handshake, websocket_url
 from aigateway.testing import MockGateway
 
@@ -122,3 +122,28 @@ def test_without_websockets_the_error_names_the_extra(
         pytest.raises(ImportError, match=r"aigateway\[ws\]"),
     ):
         client.chat.completions.connect(model="gpt-4o", messages=HELLO)
+
+
+async def test_the_deadline_applies_to_sockets(
+    ws_client: Client | AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aigateway._streaming as streaming
+
+    from .test_stream_failures import FakeClock
+
+    monkeypatch.setattr(streaming, "monotonic", FakeClock())  # one second per reading
+    with pytest.raises(StreamTimeoutError, match="deadline") as caught:
+        await socket_chunks(ws_client, model="gpt-4o", messages=HELLO, stream_deadline=6)
+    assert caught.value.received < 6
+
+
+async def test_leaving_a_socket_early_closes_it(ws_client: Client | AsyncClient) -> None:
+    socket = await resolve(ws_client.chat.completions.connect(model="gpt-4o", messages=HELLO))
+    if isinstance(ws_client, Client):
+        with socket:
+            next(iter(socket))
+    else:
+        async with socket:
+            await socket.__anext__()
+    assert socket.received == 1
+    assert socket._connection.state.name == "CLOSED"

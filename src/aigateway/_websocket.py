@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Generator, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +105,9 @@ class _SocketBase:
             "user_agent_header": self._user_agent,
             "open_timeout": self._open_timeout,
             "max_size": _MAX_FRAME,
+            # no flow control: with a full queue websockets stops reading, and a socket left
+            # early would then wait 10 s for a close frame stuck behind unread chunks
+            "max_queue": None,
         }
 
     def _open_error(self, exc: Exception) -> APIError:
@@ -138,6 +141,16 @@ class _SocketBase:
         error.__cause__ = exc
         return error
 
+    @contextlib.contextmanager
+    def _receiving(self) -> Iterator[None]:
+        """Around a wait for a frame: a timeout is a stall, a close before the done frame a cut."""
+        try:
+            yield
+        except TimeoutError as exc:
+            raise self._decoder.stalled() from exc
+        except self._closed_type as exc:
+            raise self._closed_early(exc) from exc
+
     def _take(self, message: str | bytes) -> ChatCompletionChunk | None:
         chunk = self._decoder.feed_frame(message)
         if chunk is not None and chunk.remaining_credits is not None:
@@ -166,12 +179,8 @@ class ChatSocket(_SocketBase, SyncChunkIterator["ChatCompletionChunk"]):
         decoder = self._decoder
         try:
             while not decoder.done:
-                try:
+                with self._receiving():
                     message = self._connection.recv(timeout=decoder.next_wait())
-                except TimeoutError as exc:
-                    raise decoder.stalled() from exc
-                except self._closed_type as exc:
-                    raise self._closed_early(exc) from exc
                 chunk = self._take(message)
                 if chunk is not None:
                     yield chunk
@@ -206,14 +215,8 @@ class AsyncChatSocket(_SocketBase, AsyncChunkIterator["ChatCompletionChunk"]):
         decoder = self._decoder
         try:
             while not decoder.done:
-                wait = decoder.next_wait()
-                try:
-                    with anyio.fail_after(wait):
-                        message = await self._connection.recv()
-                except TimeoutError as exc:
-                    raise decoder.stalled() from exc
-                except self._closed_type as exc:
-                    raise self._closed_early(exc) from exc
+                with self._receiving(), anyio.fail_after(decoder.next_wait()):
+                    message = await self._connection.recv()
                 chunk = self._take(message)
                 if chunk is not None:
                     yield chunk

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
 
 from ._pacing import aiter_body
@@ -100,9 +101,19 @@ class MockASGIApp:
         if message["type"] != "websocket.receive":
             return
         response = await self._handle(session.request(message.get("text") or message["bytes"]))
-        if isinstance(response.body, bytes):
-            await send({"type": "websocket.send", "text": error_frame(response)})
-        else:
-            async for event in aiter_body(response.body):
-                await send({"type": "websocket.send", "text": event_frame(event)})
-        await send({"type": "websocket.close", "code": 1000})
+        async with anyio.create_task_group() as tasks:
+            # a client that leaves early is seen at once, and its close handshake answered
+            tasks.start_soon(_stop_on_disconnect, receive, tasks.cancel_scope)
+            if isinstance(response.body, bytes):
+                await send({"type": "websocket.send", "text": error_frame(response)})
+            else:
+                async for event in aiter_body(response.body):
+                    await send({"type": "websocket.send", "text": event_frame(event)})
+            await send({"type": "websocket.close", "code": 1000})
+            tasks.cancel_scope.cancel()
+
+
+async def _stop_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "websocket.disconnect":
+        pass
+    scope.cancel()

@@ -50,6 +50,7 @@ def mock_gateway_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[MockGateway]:
     monkeypatch.setenv("AIGATEWAY_BASE_URL", str(gateway.base_url))
     with respx.mock(assert_all_called=False) as router:
         router.route(host=httpx.URL(str(gateway.base_url)).host).mock(side_effect=answer)
+        router.route(host="127.0.0.1").pass_through()  # examples serving a mock on a local port
         yield gateway
 
 

@@ -40,16 +40,31 @@ from .errors import (
     RateLimitError,
     RateLimitInfo,
     ServiceUnavailableError,
+    StreamConnectionError,
+    StreamTimeoutError,
 )
 
 if TYPE_CHECKING:
+    from ._chat_stream import (
+        AsyncChatCompletionStream,
+        ChatCompletionAccumulator,
+        ChatCompletionStream,
+        accumulate,
+    )
     from ._streaming import AsyncStream, Stream
+    from ._websocket import AsyncChatSocket, ChatSocket
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
     from .types.services import RunResult
 
 _LAZY = {
     "Stream": "._streaming",
     "AsyncStream": "._streaming",
+    "ChatCompletionAccumulator": "._chat_stream",
+    "ChatCompletionStream": "._chat_stream",
+    "AsyncChatCompletionStream": "._chat_stream",
+    "accumulate": "._chat_stream",
+    "ChatSocket": "._websocket",
+    "AsyncChatSocket": "._websocket",
     "ChatCompletion": ".types",
     "ChatCompletionChunk": ".types",
     "Message": ".types",
@@ -71,6 +86,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The public names, the lazy ones included (for tab completion)."""
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
     "AIGatewayError",
     "APIConnectionError",
@@ -78,12 +98,17 @@ __all__ = [
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "AsyncChatCompletionStream",
+    "AsyncChatSocket",
     "AsyncClient",
     "AsyncStream",
     "AuthenticationError",
     "BadRequestError",
     "ChatCompletion",
+    "ChatCompletionAccumulator",
     "ChatCompletionChunk",
+    "ChatCompletionStream",
+    "ChatSocket",
     "Client",
     "ConfigurationError",
     "IncompleteStreamError",
@@ -103,6 +128,9 @@ __all__ = [
     "Secret",
     "ServiceUnavailableError",
     "Stream",
+    "StreamConnectionError",
+    "StreamTimeoutError",
     "__version__",
     "new_idempotency_key",
+    "accumulate",
 ]

@@ -207,6 +207,10 @@ class BasePipeline:
         url = self.config.base_url.join(call.path)
         if not _same_origin(url, self.config.base_url):
             headers.pop("Authorization", None)  # the key goes to the gateway only
+        if call.stream:
+            from ._streaming import stream_read_timeout
+
+            timeout = stream_read_timeout(timeout, options)
         return self.http_client.build_request(
             call.method,
             url,
@@ -413,7 +417,9 @@ class SyncPipeline(BasePipeline):
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import Stream
 
-        stream: Stream[Any] = Stream(response, call.parse, on_chunk=self.state.observe)
+        stream: Stream[Any] = Stream(
+            response, call.parse, on_chunk=self.state.observe, options=call.options
+        )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
 
@@ -490,7 +496,9 @@ class AsyncPipeline(BasePipeline):
     def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
         from ._streaming import AsyncStream
 
-        stream: AsyncStream[Any] = AsyncStream(response, call.parse, on_chunk=self.state.observe)
+        stream: AsyncStream[Any] = AsyncStream(
+            response, call.parse, on_chunk=self.state.observe, options=call.options
+        )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
 

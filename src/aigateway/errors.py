@@ -10,6 +10,8 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
         │   └── APITimeoutError     no reply in time
         ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
         ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
+        │   ├── StreamConnectionError   the connection failed mid-stream (also an APIConnectionError)
+        │   └── StreamTimeoutError      the stream stalled or ran past its deadline (also an APITimeoutError)
         └── APIStatusError          a non-2xx reply; a generic one for statuses without a class of their own
             ├── BadRequestError            400
             ├── AuthenticationError        401
@@ -54,6 +56,8 @@ __all__ = [
     "RateLimitError",
     "RateLimitInfo",
     "ServiceUnavailableError",
+    "StreamConnectionError",
+    "StreamTimeoutError",
     "Violation",
 ]
 
@@ -149,16 +153,39 @@ class APIResponseValidationError(APIError):
 
 
 class IncompleteStreamError(APIError):
-    """A stream ended (or was cut) before the gateway said it was done.
+    """A stream ended (or was cut) before the gateway said it was done (``data: [DONE]``).
 
-    ``chunks`` holds every chunk received before the cut, so nothing is silently lost.
+    Every chunk before the cut was already handed to the caller, so the error does not hold
+    them all (a long stream would need unbounded memory); it carries ``received``, the number
+    of chunks received, ``chunks``, the last few of them (at most 16), and ``partial``, the
+    completion rebuilt so far when the stream was read through an accumulator
+    (``client.chat.completions.stream(...)``), else None. A connection cut mid-stream raises
+    this error too, with the transport error as ``__cause__``.
     """
 
     def __init__(
-        self, message: str, *, chunks: Sequence[Any] = (), request: httpx.Request | None = None
+        self,
+        message: str,
+        *,
+        chunks: Sequence[Any] = (),
+        received: int | None = None,
+        partial: Any = None,
+        request: httpx.Request | None = None,
     ) -> None:
         super().__init__(message, request=request)
         self.chunks = list(chunks)
+        self.received = len(self.chunks) if received is None else received
+        self.partial = partial
+
+
+class StreamConnectionError(IncompleteStreamError, APIConnectionError):
+    """The connection failed mid-stream, after data had reached the caller (not retried).
+    Also an `APIConnectionError`, so one ``except`` catches lost connections wherever they happen."""
+
+
+class StreamTimeoutError(IncompleteStreamError, APITimeoutError):
+    """A stream stalled: no event within the idle timeout (keep-alive comments do not count),
+    or the whole stream went over its deadline. Also an `APITimeoutError`."""
 
 
 @dataclass(frozen=True)

@@ -30,3 +30,17 @@ def parse_sse(raw: bytes) -> list[Any]:
         payload = block[len("data: ") :]
         events.append(payload if payload == "[DONE]" else json.loads(payload))
     return events
+
+
+LOOKUP_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "parameters": {
+            "type": "object",
+            "properties": {"term": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["term", "limit"],
+        },
+    },
+}
+"""A tool with two required arguments, for tool-call tests."""

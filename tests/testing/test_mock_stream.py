@@ -11,20 +11,10 @@ import pytest
 
 from aigateway.testing import MockGateway
 
-from ._helpers import parse_sse, user
+from ._helpers import LOOKUP_TOOL, parse_sse, user
 
 Chat = Callable[..., httpx.Response]
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {
-            "type": "object",
-            "properties": {"term": {"type": "string"}, "limit": {"type": "integer"}},
-            "required": ["term", "limit"],
-        },
-    },
-}
+TOOL = LOOKUP_TOOL
 
 
 def stream(client: httpx.Client, **body: Any) -> tuple[httpx.Response, list[Any]]:

@@ -19,7 +19,15 @@ P = ParamSpec("P")
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
 
-OPTION_KEYS = ("extra_headers", "extra_body", "timeout", "max_retries", "idempotency_key")
+OPTION_KEYS = (
+    "extra_headers",
+    "extra_body",
+    "timeout",
+    "max_retries",
+    "idempotency_key",
+    "stream_idle_timeout",
+    "stream_deadline",
+)
 
 
 class _Unset:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, overload
 
@@ -19,6 +20,7 @@ from ..types.chat_params import (
     ChatCompletionCreateParamsNonStreaming,
     ChatCompletionCreateParamsStreaming,
     ChatCompletionRequest,
+    ChatCompletionStreamParams,
 )
 from ._base import (
     AsyncResource,
@@ -31,12 +33,18 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
+    from .._chat_stream import AsyncChatCompletionStream, ChatCompletionStream
     from .._streaming import AsyncStream, Stream
+    from .._websocket import AsyncChatSocket, ChatSocket
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
 _REQUEST = TypeAdapter(ChatCompletionRequest)
 _KEYWORDS = frozenset(ChatCompletionCreateParams.__annotations__)
+_STREAM_KEYWORDS = _KEYWORDS - {"stream"}
+parse_chunk = ChatCompletionChunk.__pydantic_validator__.validate_json
+"""One stream chunk from JSON: `ChatCompletionChunk.model_validate_json` without its Python
+wrapper, which costs about as much again as the validation of a small chunk."""
 _MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
 
 
@@ -71,13 +79,23 @@ def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
     return APICall(
         "POST",
         "chat/completions",
-        parse=ChatCompletionChunk.model_validate_json
-        if stream
-        else ChatCompletion.model_validate_json,
+        parse=parse_chunk if stream else ChatCompletion.model_validate_json,
         body=_REQUEST.dump_json(validated),
         options=options,  # type: ignore[arg-type]
         stream=stream,
     )
+
+
+def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APICall[Any]:
+    """``create(stream=True)`` for the ``stream`` helper, which takes no ``stream`` keyword."""
+    check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
+    return build_create_call({**params, "stream": True})
+
+
+def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
+    """The checked request of ``connect``: a chat body (no ``stream`` field) parsed as chunks."""
+    check_keywords(params, _STREAM_KEYWORDS, "chat.completions.connect")
+    return replace(build_create_call(params), parse=parse_chunk)
 
 
 class Completions(SyncResource):
@@ -108,6 +126,28 @@ class Completions(SyncResource):
             build_create_call(params)
         )
         return result
+
+    @keyword_signature(ChatCompletionStreamParams)
+    def stream(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatCompletionStream:
+        """Stream a chat completion and add it up as it comes.
+
+        ``with client.chat.completions.stream(...) as s``, then ``for text in s.text_stream``
+        and ``s.get_final_completion()``. A non-2xx reply raises here, before iteration.
+        """
+        from .._chat_stream import ChatCompletionStream
+
+        return ChatCompletionStream(self._request(build_stream_call(params)))
+
+    @keyword_signature(ChatCompletionStreamParams)
+    def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatSocket:
+        """Stream a chat completion over the WebSocket endpoint (``/v1/stream``).
+
+        ``with client.chat.completions.connect(...) as socket: for chunk in socket: ...``;
+        the same chunks as ``create(stream=True)``. Needs ``pip install 'aigateway[ws]'``.
+        """
+        from .._websocket import ChatSocket
+
+        return ChatSocket(self._client._pipeline, build_socket_call(params))
 
     @cached_property
     def with_raw_response(self) -> CompletionsWithRawResponse:
@@ -143,6 +183,31 @@ class AsyncCompletions(AsyncResource):
             build_create_call(params)
         )
         return result
+
+    @keyword_signature(ChatCompletionStreamParams)
+    async def stream(
+        self, **params: Unpack[ChatCompletionStreamParams]
+    ) -> AsyncChatCompletionStream:
+        """Stream a chat completion and add it up as it comes.
+
+        ``async with await client.chat.completions.stream(...) as s``, then
+        ``async for text in s.text_stream`` and ``await s.get_final_completion()``.
+        A non-2xx reply raises here, before iteration.
+        """
+        from .._chat_stream import AsyncChatCompletionStream
+
+        return AsyncChatCompletionStream(await self._request(build_stream_call(params)))
+
+    @keyword_signature(ChatCompletionStreamParams)
+    async def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> AsyncChatSocket:
+        """Stream a chat completion over the WebSocket endpoint (``/v1/stream``), on asyncio.
+
+        ``async with await client.chat.completions.connect(...) as socket:
+        async for chunk in socket: ...``. Needs ``pip install 'aigateway[ws]'``.
+        """
+        from .._websocket import AsyncChatSocket
+
+        return await AsyncChatSocket.open(self._client._pipeline, build_socket_call(params))
 
     @cached_property
     def with_raw_response(self) -> AsyncCompletionsWithRawResponse:

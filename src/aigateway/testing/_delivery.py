@@ -9,13 +9,14 @@ longer than the request's read timeout. Delays move the mock clock; nothing slee
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 import httpx
 
 from ._clock import MockClock
 from ._faults import ConnectionDropped, FaultyResponse
+from ._pacing import aiter_body
 from ._wire import MockResponse
 
 if TYPE_CHECKING:
@@ -77,15 +78,33 @@ class _Delivered:
 
     def __next__(self) -> bytes:
         try:
-            if self._latency:
-                _wait(self._clock, self._latency, self._request)
+            self._wait_before_chunk()
             return next(self._body)
-        except ConnectionDropped as exc:
-            self.close()
-            raise httpx.ReadError(str(exc), request=self._request) from exc
-        except httpx.ReadTimeout:
-            self.close()
-            raise
+        except (ConnectionDropped, httpx.ReadTimeout) as exc:
+            raise self._failed(exc) from exc
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        events = aiter_body(self._body).__aiter__()
+        while True:
+            try:
+                self._wait_before_chunk()
+                chunk = await events.__anext__()
+            except StopAsyncIteration:
+                return
+            except (ConnectionDropped, httpx.ReadTimeout) as exc:
+                raise self._failed(exc) from exc
+            yield chunk
+
+    def _wait_before_chunk(self) -> None:
+        if self._latency:
+            _wait(self._clock, self._latency, self._request)
+
+    def _failed(self, exc: Exception) -> Exception:
+        """What the reader sees: a dropped connection is httpx's ReadError; the body is closed."""
+        self.close()
+        if isinstance(exc, ConnectionDropped):
+            return httpx.ReadError(str(exc), request=self._request)
+        return exc
 
     def close(self) -> None:
         _close(self._body)

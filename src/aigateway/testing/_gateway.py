@@ -54,12 +54,15 @@ from ._faults import FaultPlan
 from ._guard import guarded
 from ._idempotency import IdempotencyStore
 from ._ids import IdSource
+from ._pacing import StreamPacing, paced
 from ._ratelimits import RateLimiter, RateLimits
 from ._run import handle_file, handle_image_generate, handle_run
 from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._wire import MockRequest, MockResponse, error_response, json_response, sse_response
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from .._client import AsyncClient, Client
     from ._transport import MockTransport
 
@@ -79,9 +82,10 @@ class MockGateway:
     """An in-process Unified AI Gateway for tests: stateful, deterministic under ``seed``.
 
     ``catalogue`` replaces the default 11 models, ``services`` the default non-chat services
-    (``/run``, ``/image/generate``); ``credits`` is the default account's
-    starting balance (its key is ``api_key``). Use ``transport()`` with httpx (sync or async)
-    and ``base_url``, or call ``handle`` directly.
+    (``/run``, ``/image/generate``); ``credits`` is the default account's starting balance
+    (its key is ``api_key``). ``time_to_first_token`` and ``token_delay`` (seconds) pace
+    streamed replies like a real model's. Use ``transport()`` with httpx (sync or async) and
+    ``base_url``, ``serve()`` for a real HTTP server, or call ``handle`` directly.
     """
 
     base_url: str = DEFAULT_BASE_URL
@@ -95,8 +99,12 @@ class MockGateway:
         clock: MockClock | None = None,
         services: Iterable[ServiceSpec] | None = None,
         rate_limits: str | RateLimits = "free",
+        time_to_first_token: float = 0.0,
+        token_delay: float = 0.0,
     ) -> None:
         self.seed = seed
+        self.stream_pacing = StreamPacing(time_to_first_token, token_delay)
+        """How fast streams flow (instant by default); replace it to change the pace."""
         self.clock = clock if clock is not None else MockClock()
         """The time source of ``created`` fields; set or advance it from tests."""
         self._ids = IdSource(seed)
@@ -186,6 +194,15 @@ class MockGateway:
         from ._transport import MockTransport
 
         return MockTransport(self)
+
+    def serve(self, *, host: str = "127.0.0.1", port: int = 0) -> AbstractContextManager[str]:
+        """Serve this gateway over real HTTP (and its WebSocket) with uvicorn, in a background
+        thread: ``with gateway.serve() as url:`` gives the base URL (``http://127.0.0.1:<port>/v1``);
+        the server stops when the block ends. Port 0 picks a free port. Needs the
+        ``aigateway[server]`` extra."""
+        from ._server import serve
+
+        return serve(self, host=host, port=port)
 
     def client(self, *, api_key: str | None = None, **options: Any) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key).
@@ -381,7 +398,7 @@ class MockGateway:
                 completion, id=completion_id, created=created, model=spec.id, credits=credits,
                 include_usage=include_usage,
             )  # fmt: skip
-            return sse_response(chunks)
+            return paced(sse_response(chunks), self.stream_pacing)
         reply = completion_body(
             completion, id=completion_id, created=created, model=spec.id, credits=credits
         )

@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ._pacing import aiter_body
 from ._wire import MockRequest, MockResponse, error_response
 
 if TYPE_CHECKING:
@@ -92,6 +93,13 @@ class _UntilDone:
         except BaseException:
             self.close()
             raise
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in aiter_body(self._body):
+                yield chunk
+        finally:
+            self.close()
 
     def close(self) -> None:
         try:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from ._delivery import deliver
+from ._pacing import aiter_body
 from ._wire import MockRequest, MockResponse
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class _AsyncStream(httpx.AsyncByteStream):
         self._chunks = chunks
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._chunks:
+        async for chunk in aiter_body(self._chunks):
             yield chunk
 
     async def aclose(self) -> None:

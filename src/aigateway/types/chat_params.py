@@ -28,6 +28,7 @@ __all__ = [
     "ChatCompletionCreateParamsNonStreaming",
     "ChatCompletionCreateParamsStreaming",
     "ChatCompletionRequest",
+    "ChatCompletionStreamParams",
     "ChatMessageInput",
     "ChatMessageParam",
     "ContentPartParam",
@@ -177,6 +178,12 @@ class RequestOptions(TypedDict, total=False):
     idempotency_key: str
     """Sent as ``Idempotency-Key`` and reused across this call's retries, so the gateway
     performs the call at most once; calls that act on the world are retried only with one."""
+    stream_idle_timeout: float | None
+    """Streams only: seconds without an event (keep-alive comments do not count) before the
+    stream raises `StreamTimeoutError`; 300 by default, None for no limit."""
+    stream_deadline: float | None
+    """Streams only: seconds the whole stream may take, from its first byte; no limit by
+    default."""
 
 
 class _ChatSettings(TypedDict, total=False):
@@ -213,6 +220,11 @@ class ChatCompletionCreateParamsNonStreaming(_ChatCompletionCreateParamsBase, to
 
 class ChatCompletionCreateParamsStreaming(_ChatCompletionCreateParamsBase, total=False):
     stream: Required[Literal[True]]
+
+
+class ChatCompletionStreamParams(_ChatCompletionCreateParamsBase, total=False):
+    """Every keyword argument of ``client.chat.completions.stream`` and ``connect``
+    (those of ``create`` but ``stream``)."""
 
 
 class ChatCompletionCreateParams(_ChatCompletionCreateParamsBase, total=False):

@@ -1,0 +1,100 @@
+"""Pacing of the mock's streamed replies: a time to first token and a delay per token.
+
+Off by default, so tests stay instant; demos turn it on to make streams look like a real
+model's (``MockGateway(time_to_first_token=0.4, token_delay=0.03)``). A paced body is an
+iterator of SSE events that waits before each one: with ``time.sleep`` when iterated
+synchronously (the sync httpx transport), with ``anyio.sleep`` when iterated with ``async for``
+(the async transport, the ASGI server), so an event loop is never blocked. Both sleeps can be
+replaced, to record the waits in tests instead of waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from ._wire import MockResponse
+
+__all__ = ["PacedBody", "StreamPacing", "aiter_body", "paced"]
+
+
+@dataclass(frozen=True)
+class StreamPacing:
+    """How fast the mock streams: ``time_to_first_token`` seconds before the first event,
+    ``token_delay`` seconds before each later one (each content chunk is about a token)."""
+
+    time_to_first_token: float = 0.0
+    token_delay: float = 0.0
+    sleep: Callable[[float], None] = time.sleep
+    async_sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+
+    def __post_init__(self) -> None:
+        for name in ("time_to_first_token", "token_delay"):
+            value = getattr(self, name)
+            if not value >= 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.time_to_first_token > 0 or self.token_delay > 0
+
+    def delay_before(self, index: int) -> float:
+        """Seconds to wait before event ``index`` (0 is the first)."""
+        return self.time_to_first_token if index == 0 else self.token_delay
+
+
+class PacedBody(Iterator[bytes]):
+    """The events of a streamed reply, released at the pace of a `StreamPacing`."""
+
+    def __init__(self, events: Sequence[bytes], pacing: StreamPacing) -> None:
+        self._events = list(events)
+        self._pacing = pacing
+        self._next = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        index = self._take()
+        delay = self._pacing.delay_before(index)
+        if delay:
+            self._pacing.sleep(delay)
+        return self._events[index]
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while self._next < len(self._events):
+            index = self._take()
+            delay = self._pacing.delay_before(index)
+            if delay:
+                await self._pacing.async_sleep(delay)
+            yield self._events[index]
+
+    def _take(self) -> int:
+        index = self._next
+        if index >= len(self._events):
+            raise StopIteration
+        self._next += 1
+        return index
+
+
+def paced(response: MockResponse, pacing: StreamPacing) -> MockResponse:
+    """A streamed reply whose events come at ``pacing``'s pace (unchanged when it is off)."""
+    if not pacing.enabled or isinstance(response.body, bytes):
+        return response
+    response.body = PacedBody(list(response.body), pacing)
+    return response
+
+
+async def aiter_body(body: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """The events of a streamed body for ``async for``: a body that can be iterated
+    asynchronously (a `PacedBody`, or a wrapper around one) is, so that its waits never block
+    an event loop; any other iterator is read as it is."""
+    if hasattr(body, "__aiter__"):
+        async for event in body:
+            yield event
+        return
+    for event in body:
+        yield event

@@ -166,10 +166,11 @@ def close_generator(generator: Generator[Any, None, None]) -> None:
         generator.close()
 
 
-async def aclose_generator(generator: AsyncGenerator[Any, None]) -> None:
-    """Close an async generator, unless it is the one running."""
-    if not getattr(generator, "ag_running", False):
-        await generator.aclose()
+async def aclose_generator(generator: AsyncIterator[Any]) -> None:
+    """Close an async generator, unless it is the one running (other iterators are left be)."""
+    aclose = getattr(generator, "aclose", None)
+    if aclose is not None and not getattr(generator, "ag_running", False):
+        await aclose()
 
 
 class ChunkDecoder(Generic[T]):

@@ -1,0 +1,7 @@
+"""``python -m bench``: see `bench.run`."""
+
+from __future__ import annotations
+
+from .run import main
+
+raise SystemExit(main())

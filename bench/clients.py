@@ -1,0 +1,225 @@
+"""The three clients under test, each doing the same calls the way its users would.
+
+* ``aigateway``: ``Client`` / ``AsyncClient`` with ``max_retries=0``: typed ``ChatCompletion``
+  replies and typed ``ChatCompletionChunk`` stream chunks;
+* ``httpx``: the floor: raw ``httpx.Client`` / ``AsyncClient`` (default settings), POST JSON and
+  ``response.json()``; for streams ``iter_lines()`` + ``json.loads`` per ``data:`` line;
+* ``openai``: ``OpenAI`` / ``AsyncOpenAI`` with ``max_retries=0`` and its typed replies.
+
+A client is bound to one base URL: the plain one for requests, a ``/stream/<n>`` one for streams
+(see `bench.server`). Libraries are imported when a client is made, so a child process that
+needs one library does not load the others.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+LIBS = ("aigateway", "httpx", "openai")
+API_KEY = "sk-bench"
+MODEL = "gpt-4o"
+MESSAGES = [{"role": "user", "content": "Say hello to the benchmark."}]
+BODY = {"model": MODEL, "messages": MESSAGES}
+STREAM_BODY = {**BODY, "stream": True}
+
+ANOMALIES: collections.Counter[str] = collections.Counter()
+"""Errors a client raised *after* delivering every chunk, counted and reported, not hidden."""
+
+
+def _after_last_chunk(lib: str, mode: str, exc: Exception, count: int) -> None:
+    """Record an httpx stream error raised after chunks were delivered; re-raise anything else.
+
+    aigateway's ``Stream._drain`` calls ``response.iter_raw()`` a second time after
+    ``data: [DONE]``, which httpx refuses with ``StreamConsumed``: every chunk has been yielded
+    by then, so the per-chunk timing stands, and the error is reported next to it.
+    """
+    import httpx
+
+    if count == 0 or not isinstance(exc, httpx.StreamError):
+        raise exc
+    ANOMALIES[f"{lib} {mode} stream raised {type(exc).__name__} after its last chunk"] += 1
+
+
+class SyncClient(Protocol):
+    def request(self) -> object: ...
+    def stream(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class AsyncClient(Protocol):
+    def request(self) -> Awaitable[object]: ...
+    def stream(self) -> Awaitable[int]: ...
+    def close(self) -> Awaitable[None]: ...
+
+
+def _sse_json_lines(lines: Any) -> int:
+    count = 0
+    for line in lines:
+        if line.startswith("data: "):
+            data = line[6:]
+            if data == "[DONE]":
+                break
+            json.loads(data)
+            count += 1
+    return count
+
+
+class _SyncAIGateway:
+    def __init__(self, base_url: str) -> None:
+        import aigateway
+
+        self._client = aigateway.Client(api_key=API_KEY, base_url=base_url, max_retries=0)
+        self._create: Callable[..., Any] = self._client.chat.completions.create
+
+    def request(self) -> object:
+        return self._create(model=MODEL, messages=MESSAGES)
+
+    def stream(self) -> int:
+        count = 0
+        try:
+            for _ in self._create(model=MODEL, messages=MESSAGES, stream=True):
+                count += 1
+        except RuntimeError as exc:  # httpx.StreamConsumed from Stream._drain: see ANOMALIES
+            _after_last_chunk("aigateway", "sync", exc, count)
+        return count
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _SyncHttpx:
+    def __init__(self, base_url: str) -> None:
+        import httpx
+
+        self._client = httpx.Client(headers={"Authorization": f"Bearer {API_KEY}"})
+        self._url = base_url + "/chat/completions"
+
+    def request(self) -> object:
+        response = self._client.post(self._url, json=BODY)
+        response.raise_for_status()
+        return response.json()
+
+    def stream(self) -> int:
+        with self._client.stream("POST", self._url, json=STREAM_BODY) as response:
+            response.raise_for_status()
+            return _sse_json_lines(response.iter_lines())
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _SyncOpenAI:
+    def __init__(self, base_url: str) -> None:
+        import openai
+
+        self._client = openai.OpenAI(api_key=API_KEY, base_url=base_url, max_retries=0)
+        self._create: Callable[..., Any] = self._client.chat.completions.create
+
+    def request(self) -> object:
+        return self._create(model=MODEL, messages=MESSAGES)
+
+    def stream(self) -> int:
+        count = 0
+        for _ in self._create(model=MODEL, messages=MESSAGES, stream=True):
+            count += 1
+        return count
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _AsyncAIGateway:
+    def __init__(self, base_url: str) -> None:
+        import aigateway
+
+        self._client = aigateway.AsyncClient(api_key=API_KEY, base_url=base_url, max_retries=0)
+        self._create: Callable[..., Any] = self._client.chat.completions.create
+
+    async def request(self) -> object:
+        return await self._create(model=MODEL, messages=MESSAGES)
+
+    async def stream(self) -> int:
+        count = 0
+        try:
+            async for _ in await self._create(model=MODEL, messages=MESSAGES, stream=True):
+                count += 1
+        except RuntimeError as exc:  # httpx.StreamConsumed from AsyncStream: see ANOMALIES
+            _after_last_chunk("aigateway", "async", exc, count)
+        return count
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class _AsyncHttpx:
+    def __init__(self, base_url: str) -> None:
+        import httpx
+
+        self._client = httpx.AsyncClient(headers={"Authorization": f"Bearer {API_KEY}"})
+        self._url = base_url + "/chat/completions"
+
+    async def request(self) -> object:
+        response = await self._client.post(self._url, json=BODY)
+        response.raise_for_status()
+        return response.json()
+
+    async def stream(self) -> int:
+        count = 0
+        async with self._client.stream("POST", self._url, json=STREAM_BODY) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    data = line[6:]
+                    if data == "[DONE]":
+                        break
+                    json.loads(data)
+                    count += 1
+        return count
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+class _AsyncOpenAI:
+    def __init__(self, base_url: str) -> None:
+        import openai
+
+        self._client = openai.AsyncOpenAI(api_key=API_KEY, base_url=base_url, max_retries=0)
+        self._create: Callable[..., Any] = self._client.chat.completions.create
+
+    async def request(self) -> object:
+        return await self._create(model=MODEL, messages=MESSAGES)
+
+    async def stream(self) -> int:
+        count = 0
+        async for _ in await self._create(model=MODEL, messages=MESSAGES, stream=True):
+            count += 1
+        return count
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+_SYNC: dict[str, Callable[[str], SyncClient]] = {
+    "aigateway": _SyncAIGateway,
+    "httpx": _SyncHttpx,
+    "openai": _SyncOpenAI,
+}
+_ASYNC: dict[str, Callable[[str], AsyncClient]] = {
+    "aigateway": _AsyncAIGateway,
+    "httpx": _AsyncHttpx,
+    "openai": _AsyncOpenAI,
+}
+
+
+def sync_client(lib: str, base_url: str) -> SyncClient:
+    """A sync client of ``lib`` bound to ``base_url`` (which ends in ``/v1``)."""
+    return _SYNC[lib](base_url)
+
+
+def async_client(lib: str, base_url: str) -> AsyncClient:
+    """An async client of ``lib``; make it inside the event loop that will use it."""
+    return _ASYNC[lib](base_url)

@@ -8,6 +8,8 @@ import sys
 
 HEAVY = (
     "aigateway.testing",
+    "tenacity",  # only on a retry
+    "anyio",  # only for async sleeps and max_concurrency
     "aigateway.cli",
     "websockets",
     "tqdm",

@@ -16,7 +16,6 @@ from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
-import anyio
 import httpx
 
 from ._config import (
@@ -33,6 +32,7 @@ from ._retry import RetryPolicy
 from .errors import ConfigurationError, RateLimitInfo
 
 if TYPE_CHECKING:
+    import anyio
     from typing_extensions import Self
 
     from .resources.chat import AsyncChat, Chat
@@ -359,7 +359,11 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
     concurrent requests; a stream is in flight until it is closed).
     """
 
-    _slots_type = anyio.Semaphore
+    @staticmethod
+    def _slots_type(limit: int) -> anyio.Semaphore:
+        import anyio  # only with max_concurrency: keeps `import aigateway` light
+
+        return anyio.Semaphore(limit)
 
     def __init__(
         self,

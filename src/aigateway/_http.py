@@ -14,6 +14,7 @@ so a later failure can never repeat data the caller has seen); the opt-in limits
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import sys
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _NO_OPTIONS: RequestOptions = {}
+_URL_CACHE_SIZE = 256
+"""Paths whose URL a pipeline remembers (ids in paths vary; the cache must not grow without end)."""
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
 
@@ -178,6 +181,7 @@ class BasePipeline:
         self.state = state
         self.retry = retry
         self._headers = config.headers()
+        self._urls: dict[str, tuple[httpx.URL, bool]] = {}
 
     def build_request(self, call: APICall[Any]) -> httpx.Request:
         """The httpx request for a call: URL, headers, body, timeout."""
@@ -204,8 +208,8 @@ class BasePipeline:
         timeout = (
             coerce_timeout(options["timeout"]) if "timeout" in options else self.config.timeout
         )
-        url = self.config.base_url.join(call.path)
-        if not _same_origin(url, self.config.base_url):
+        url, same_origin = self._url_for(call.path)
+        if not same_origin:
             headers.pop("Authorization", None)  # the key goes to the gateway only
         if call.stream:
             from ._streaming import stream_read_timeout
@@ -218,6 +222,17 @@ class BasePipeline:
             content=body,
             timeout=timeout,
         )
+
+    def _url_for(self, path: str) -> tuple[httpx.URL, bool]:
+        """The absolute URL of a path and whether it is on the gateway's origin; the common
+        paths are remembered, since joining URLs is the costliest step of building a request."""
+        known = self._urls.get(path)
+        if known is None:
+            url = self.config.base_url.join(path)
+            known = (url, _same_origin(url, self.config.base_url))
+            if len(self._urls) < _URL_CACHE_SIZE:
+                self._urls[path] = known
+        return known
 
     def retry_budget(self, call: APICall[Any], request: httpx.Request) -> int:
         """How many retries this call may have: none for an act without an idempotency key
@@ -531,13 +546,7 @@ class _Resumable:
 
 class _ResumedStream(_Resumable, httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self._head:
-            return self._head.pop(0)
-        chunk: bytes = next(self._rest)
-        return chunk
+        return itertools.chain(self._head, self._rest)  # no Python frame per chunk
 
     def close(self) -> None:
         try:

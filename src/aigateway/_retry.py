@@ -23,10 +23,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
-
-import anyio
-from tenacity import AsyncRetrying, RetryCallState, Retrying, stop_after_attempt
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._logging import logger
 from .errors import (
@@ -36,6 +33,9 @@ from .errors import (
     InsufficientCreditsError,
     RateLimitInfo,
 )
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying, RetryCallState, Retrying
 
 E = TypeVar("E", bound=APIError)
 
@@ -90,6 +90,13 @@ def parse_retry_after(raw: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+async def _event_loop_sleep(seconds: float) -> None:
+    """`anyio.sleep`, imported when first needed (asyncio and trio alike)."""
+    import anyio
+
+    await anyio.sleep(seconds)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """When to retry and how long to wait; override per client (``retry_policy=``).
@@ -108,7 +115,7 @@ class RetryPolicy:
     statuses: frozenset[int] = RETRY_STATUSES
     """The HTTP statuses that are retried (credits errors never are)."""
     sleep: Callable[[float], None] = time.sleep
-    async_sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    async_sleep: Callable[[float], Awaitable[None]] = _event_loop_sleep
     random: Callable[[], float] = field(default=random.random, repr=False)
     now: Callable[[], float] = field(default=time.time, repr=False)
     """The clock that ``Retry-After`` dates and ``X-RateLimit-Reset`` times are compared with."""
@@ -155,16 +162,23 @@ class RetryPolicy:
         return wait
 
     def sync_retrying(self, max_retries: int, attempts_done: int = 0) -> Retrying:
-        """Tenacity's loop for the attempts after the ``attempts_done`` already made."""
+        """Tenacity's loop for the attempts after the ``attempts_done`` already made (tenacity
+        is imported on the first retry: a call that succeeds at once never needs it)."""
+        from tenacity import Retrying
+
         return Retrying(sleep=self.sleep, **self._tenacity_options(max_retries, attempts_done))
 
     def async_retrying(self, max_retries: int, attempts_done: int = 0) -> AsyncRetrying:
         """`sync_retrying` for coroutines."""
+        from tenacity import AsyncRetrying
+
         return AsyncRetrying(
             sleep=self.async_sleep, **self._tenacity_options(max_retries, attempts_done)
         )
 
     def _tenacity_options(self, max_retries: int, attempts_done: int) -> dict[str, Any]:
+        from tenacity import stop_after_attempt
+
         def wait(state: RetryCallState) -> float:
             return self.wait_for(_error_of(state), state.attempt_number + attempts_done)
 

@@ -30,7 +30,7 @@ text. They never carry the API key in their message or repr.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -199,14 +199,29 @@ class RateLimitInfo:
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> RateLimitInfo | None:
-        """Parse the headers; None when the reply carries none of them."""
-        values = [
-            _parse_int(headers.get(name))
-            for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
-        ]
-        if all(v is None for v in values):
+        """Parse the headers; None when the reply carries none of them.
+
+        Runs on every reply, so httpx headers are scanned once, as bytes."""
+        raw: Iterable[tuple[bytes, bytes]] | None = getattr(headers, "raw", None)
+        if raw is None:
+            found = {
+                name.lower(): value
+                for name, value in headers.items()
+                if name[:12].lower() == "x-ratelimit-"
+            }
+        else:
+            found = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in raw
+                if name[:12].lower() == b"x-ratelimit-"
+            }
+        if not found:
             return None
-        return cls(*values)
+        return cls(
+            _parse_int(found.get("x-ratelimit-limit")),
+            _parse_int(found.get("x-ratelimit-remaining")),
+            _parse_int(found.get("x-ratelimit-reset")),
+        )
 
 
 def _parse_int(raw: str | None) -> int | None:

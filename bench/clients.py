@@ -132,10 +132,15 @@ class _SyncOpenAI:
 
 
 class _AsyncAIGateway:
+    transport: Callable[[], Any] | None = None
+
     def __init__(self, base_url: str) -> None:
         import aigateway
 
-        self._client = aigateway.AsyncClient(api_key=API_KEY, base_url=base_url, max_retries=0)
+        transport = self.transport() if self.transport is not None else None
+        self._client = aigateway.AsyncClient(
+            api_key=API_KEY, base_url=base_url, max_retries=0, transport=transport
+        )
         self._create: Callable[..., Any] = self._client.chat.completions.create
 
     async def request(self) -> object:
@@ -152,6 +157,16 @@ class _AsyncAIGateway:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
+    """The opt-in ``aigateway[aiohttp]`` transport (asyncio only)."""
+
+    @staticmethod
+    def transport() -> Any:
+        from httpx_aiohttp import AiohttpTransport
+
+        return AiohttpTransport()
 
 
 class _AsyncHttpx:
@@ -209,6 +224,7 @@ _SYNC: dict[str, Callable[[str], SyncClient]] = {
     "openai": _SyncOpenAI,
 }
 _ASYNC: dict[str, Callable[[str], AsyncClient]] = {
+    "aigateway+aiohttp": _AsyncAIGatewayAiohttp,
     "aigateway": _AsyncAIGateway,
     "httpx": _AsyncHttpx,
     "openai": _AsyncOpenAI,

@@ -483,13 +483,21 @@ def streaming(server: ServerProcess, plan: Plan) -> Result:
 # -- 3. 200 concurrent --------------------------------------------------------------------
 
 
+def _has_aiohttp_transport() -> bool:
+    """Whether the opt-in ``aigateway[aiohttp]`` extra (httpx-aiohttp) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("httpx_aiohttp") is not None
+
+
 def concurrent(server: ServerProcess, plan: Plan) -> Result:
     """Requests per second with ``concurrency`` requests in flight at once (async clients)."""
     size = plan.concurrency
     result = Result("concurrent", f"3. {size} concurrent requests (async), requests per second")
+    libs = (*LIBS, *(["aigateway+aiohttp"] if _has_aiohttp_transport() else []))
 
     async def run() -> dict[str, _Samples]:
-        aclients = {lib: async_client(lib, server.url()) for lib in LIBS}
+        aclients = {lib: async_client(lib, server.url()) for lib in libs}
 
         def batches(lib: str) -> Callable[[], Awaitable[int]]:
             request = aclients[lib].request
@@ -502,10 +510,10 @@ def concurrent(server: ServerProcess, plan: Plan) -> Result:
             return work
 
         try:
-            for lib in LIBS:
+            for lib in libs:
                 await batches(lib)()  # opens the connections the pool keeps
             return await async_rounds(
-                {lib: batches(lib) for lib in LIBS},
+                {lib: batches(lib) for lib in libs},
                 plan.concurrent_rounds,
                 plan.concurrent_budget,
             )
@@ -514,7 +522,7 @@ def concurrent(server: ServerProcess, plan: Plan) -> Result:
                 await client.close()
 
     samples = asyncio.run(run())
-    for lib in LIBS:
+    for lib in libs:
         result.series(lib, "rps", "requests/s", higher=True).samples.extend(
             n / w for w, n in zip(samples[lib].wall, samples[lib].units, strict=True)
         )
@@ -532,6 +540,13 @@ def concurrent(server: ServerProcess, plan: Plan) -> Result:
         result.rows["aigateway"]["rps"],
         result.rows["httpx"]["rps"],
     )
+    if "aigateway+aiohttp" in libs:
+        result.ratio(
+            "200 concurrent: aigateway+aiohttp / openai, requests/s",
+            result.rows["aigateway+aiohttp"]["rps"],
+            result.rows["openai"]["rps"],
+            (">=", 1.5),
+        )
     result.notes.append(
         f"{plan.concurrent_batches} batch(es) of {size} asyncio.gather'ed requests per variant "
         "per round; one long-lived client each, default connection limits"

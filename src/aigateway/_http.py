@@ -30,7 +30,7 @@ import httpx
 from ._config import ClientConfig, coerce_timeout
 from ._limits import RequestBudget
 from ._logging import logger
-from ._retry import RetryPolicy, attempts_of, set_attempts
+from ._retry import RetryPolicy, set_attempts
 from .errors import (
     APIConnectionError,
     APIError,
@@ -281,6 +281,16 @@ class BasePipeline:
             )
         return set_attempts(transport_error(exc, request), attempts)
 
+    def stream_class(self) -> type[Stream[Any]] | type[AsyncStream[Any]]:
+        """The stream type this pipeline hands out (the only sync/async difference of a stream)."""
+        raise NotImplementedError
+
+    def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
+        stream = self.stream_class()(
+            response, call.parse, on_chunk=self.state.observe, options=call.options
+        )
+        return RawResponse(response, attempts, stream) if call.raw else stream
+
     def status_error(self, response: httpx.Response, attempts: int) -> APIStatusError:
         """The typed error for a non-2xx reply whose body has been read."""
         return make_status_error(response, attempts)
@@ -429,13 +439,10 @@ class SyncPipeline(BasePipeline):
             raise self.failed(request, exc, attempts) from exc
         response.stream = _ResumedStream(head, rest, original, on_close)
 
-    def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
+    def stream_class(self) -> type[Stream[Any]]:
         from ._streaming import Stream
 
-        stream: Stream[Any] = Stream(
-            response, call.parse, on_chunk=self.state.observe, options=call.options
-        )
-        return RawResponse(response, attempts, stream) if call.raw else stream
+        return Stream
 
 
 class AsyncPipeline(BasePipeline):
@@ -508,13 +515,10 @@ class AsyncPipeline(BasePipeline):
             raise self.failed(request, exc, attempts) from exc
         response.stream = _AsyncResumedStream(head, rest, original, on_close)
 
-    def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
+    def stream_class(self) -> type[AsyncStream[Any]]:
         from ._streaming import AsyncStream
 
-        stream: AsyncStream[Any] = AsyncStream(
-            response, call.parse, on_chunk=self.state.observe, options=call.options
-        )
-        return RawResponse(response, attempts, stream) if call.raw else stream
+        return AsyncStream
 
 
 _EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
@@ -588,7 +592,6 @@ __all__ = [
     "ClientState",
     "RawResponse",
     "SyncPipeline",
-    "attempts_of",
     "make_status_error",
     "new_idempotency_key",
 ]

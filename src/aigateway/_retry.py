@@ -48,11 +48,6 @@ def set_attempts(error: E, attempts: int) -> E:
     return error
 
 
-def attempts_of(error: BaseException) -> int:
-    """How many attempts were made before ``error`` (1 when it was not retried)."""
-    return int(getattr(error, "attempts", 1))
-
-
 def is_retryable(error: BaseException, statuses: frozenset[int] = RETRY_STATUSES) -> bool:
     """Whether another attempt may succeed where this one failed."""
     if isinstance(error, InsufficientCreditsError):

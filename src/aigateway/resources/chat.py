@@ -13,7 +13,7 @@ from typing_extensions import Unpack
 from .._http import APICall
 from ..errors import InvalidRequestError, Violation
 from ..types._validation import validate
-from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, Message
+from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice
 from ..types.chat_params import (
     ALLOWED,
     ChatCompletionCreateParams,
@@ -239,6 +239,3 @@ class AsyncChat(AsyncResource):
     @cached_property
     def completions(self) -> AsyncCompletions:
         return AsyncCompletions(self._client)
-
-
-_ = Message

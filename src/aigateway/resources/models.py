@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 from urllib.parse import quote
 
 from typing_extensions import Unpack
@@ -95,6 +94,3 @@ class AsyncModelsWithRawResponse:
     def __init__(self, models: AsyncModels) -> None:
         self.list = async_raw_twin(models.list)
         self.retrieve = async_raw_twin(models.retrieve)
-
-
-_: Any = None

@@ -156,4 +156,5 @@ def test_with_options_shares_the_pool_and_changes_settings() -> None:
         assert other.config.default_headers == {"X-A": "1"}
         assert client.config.max_retries == 2
         assert other._pipeline.http_client is client._pipeline.http_client
-        assert other.chat.completions._client is other
+        assert other.chat.completions._pipeline is other._pipeline
+        assert client.chat.completions._pipeline is client._pipeline

@@ -4,6 +4,7 @@ resources of the thirteen categories, ``/image/generate``, files in and out, bad
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import struct
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.anyio
 
 async def read(result: Any) -> bytes:
     """A media result's bytes, with ``read`` or ``aread`` as its client wants."""
-    return await result.aread() if isinstance(result._client, AsyncClient) else result.read()
+    return await result.aread() if inspect.iscoroutinefunction(result._fetch) else result.read()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -301,6 +302,11 @@ def test_jupyter_reprs() -> None:
     gateway = MockGateway()
     with gateway.client() as client:
         image = client.images.generate(model="flux-schnell", prompt="x", size="4x4")
+        sent = len(gateway.requests)
+        assert image._repr_png_() is None  # showing a result never makes a request
+        assert image._repr_html_() == f'<img src="{image.image_url}" alt="generated image"/>'
+        assert len(gateway.requests) == sent
+        image.read()
         assert png_size(image._repr_png_() or b"") == (4, 4)
         speech = client.audio.speech(model="tts-1", text="hi")
         assert speech._repr_html_().startswith('<audio controls src="')
@@ -327,7 +333,7 @@ def test_the_key_goes_only_to_the_gateways_host() -> None:
         assert image.read() == b"\x89PNG..."
         assert "authorization" not in cdn.calls.last.request.headers
         own_file = ImageResult.model_validate({"image_url": f"{BASE_URL}/files/f1"})
-        own_file.bind(client)
+        own_file.bind(client.download)
         assert own_file.read() == b"own"
         assert own.calls.last.request.headers["authorization"] == f"Bearer {API_KEY}"
 
@@ -337,7 +343,7 @@ def test_a_failed_fetch_is_a_typed_error() -> None:
     respx.get("https://cdn.example.com/gone.png").respond(404, json={"error": {"message": "gone"}})
     with Client(api_key=API_KEY, base_url=BASE_URL, max_retries=0) as client:
         image = ImageResult.model_validate({"image_url": "https://cdn.example.com/gone.png"})
-        image.bind(client)
+        image.bind(client.download)
         with pytest.raises(NotFoundError, match="gone"):
             image.read()
 

@@ -18,6 +18,7 @@ from aigateway import (
     Client,
     IncompleteStreamError,
     RateLimitError,
+    RetryPolicy,
 )
 from aigateway.errors import APITimeoutError, StreamTimeoutError
 from aigateway.testing import MockGateway
@@ -78,15 +79,20 @@ async def consume(
     kind: str, body: Body, *, seen: list[httpx.Request] | None = None, **options: Any
 ) -> list[Any]:
     """Open a stream over ``body`` with a client of ``kind`` and read it to the end."""
+    policy = options.pop("retry_policy", None)
     params: dict[str, Any] = {"model": "m", "messages": HELLO, "stream": True, **options}
     transport = serving(body, seen)
     if kind == "sync":
         with (
-            Client(api_key=API_KEY, base_url=BASE_URL, transport=transport) as client,
+            Client(
+                api_key=API_KEY, base_url=BASE_URL, transport=transport, retry_policy=policy
+            ) as client,
             client.chat.completions.create(**params) as stream,
         ):
             return list(stream)
-    async with AsyncClient(api_key=API_KEY, base_url=BASE_URL, transport=transport) as aclient:
+    async with AsyncClient(
+        api_key=API_KEY, base_url=BASE_URL, transport=transport, retry_policy=policy
+    ) as aclient:
         astream = await aclient.chat.completions.create(**params)
         async with astream:
             return [chunk async for chunk in astream]
@@ -165,6 +171,11 @@ async def test_text_after_done_is_read_so_the_connection_can_be_reused(kind: str
     assert body.closed
 
 
+def fake_time() -> RetryPolicy:
+    """A policy whose stream timers read a `FakeClock`."""
+    return RetryPolicy(monotonic=FakeClock())
+
+
 class FakeClock:
     """Each reading is one second after the last: time passes without waiting."""
 
@@ -176,10 +187,7 @@ class FakeClock:
         return self.now
 
 
-async def test_keep_alives_do_not_count_as_progress(
-    kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(streaming, "monotonic", FakeClock())
+async def test_keep_alives_do_not_count_as_progress(kind: str) -> None:
 
     def keep_alive_forever() -> Iterator[bytes]:
         yield event("first")
@@ -188,19 +196,18 @@ async def test_keep_alives_do_not_count_as_progress(
 
     body = Body(keep_alive_forever)
     with pytest.raises(StreamTimeoutError, match="stream_idle_timeout") as caught:
-        await consume(kind, body, stream_idle_timeout=10)
+        await consume(kind, body, stream_idle_timeout=10, retry_policy=fake_time())
     assert isinstance(caught.value, APITimeoutError)
     assert caught.value.received == 1
     assert body.closed
 
 
-async def test_the_deadline_stops_a_stream_that_never_ends(
-    kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(streaming, "monotonic", FakeClock())
+async def test_the_deadline_stops_a_stream_that_never_ends(kind: str) -> None:
     body = Body(lambda: (event("more") for _ in iter(int, 1)))
     with pytest.raises(StreamTimeoutError, match="deadline of 30 s") as caught:
-        await consume(kind, body, stream_deadline=30, stream_idle_timeout=None)
+        await consume(
+            kind, body, stream_deadline=30, stream_idle_timeout=None, retry_policy=fake_time()
+        )
     assert 10 < caught.value.received < 40
 
 

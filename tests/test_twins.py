@@ -12,7 +12,9 @@ import pytest
 import aigateway
 import aigateway.resources
 
-_SYNC_ONLY = {"__enter__", "__exit__", "close"}  # async twins are __aenter__/__aexit__/async close
+_SYNC_ONLY = {"__enter__", "__exit__", "close"}
+_OPENINGS = {"stream", "connect"}
+"""Async methods that return an `Opening`: awaitable and an async context manager."""  # async twins are __aenter__/__aexit__/async close
 
 
 def twin_pairs() -> list[tuple[type, type]]:
@@ -48,7 +50,7 @@ def normalized(annotation: object) -> str:
         if isinstance(annotation, str)
         else getattr(annotation, "__name__", repr(annotation))
     )
-    text = re.sub(r"\bAsync(?=[A-Z])", "", str(text))
+    text = re.sub(r"\b(Async|Sync)(?=[A-Z])", "", str(text))
     return text.replace("httpx.AsyncBaseTransport", "httpx.BaseTransport")
 
 
@@ -82,7 +84,10 @@ def test_async_twin_has_every_method_with_the_same_signature(
                     name,
                     param_name,
                 )
-            if name != "__init__" and name != "with_options":
+            if name in _OPENINGS:  # `async with x.stream(...)` and `await x.stream(...)` both work
+                opening = inspect.signature(twin).return_annotation  # type: ignore[arg-type]
+                assert str(opening).startswith("Opening["), (async_cls.__name__, name)
+            elif name != "__init__" and name != "with_options":
                 assert inspect.iscoroutinefunction(twin), (
                     f"{async_cls.__name__}.{name} is not async"
                 )

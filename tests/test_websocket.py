@@ -132,16 +132,12 @@ def test_without_websockets_the_error_names_the_extra(
         client.chat.completions.connect(model="gpt-4o", messages=HELLO)
 
 
-async def test_the_deadline_applies_to_sockets(
-    ws_client: Client | AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import aigateway._streaming as streaming
+async def test_the_deadline_applies_to_sockets(ws_client: Client | AsyncClient) -> None:
+    from .test_stream_failures import fake_time
 
-    from .test_stream_failures import FakeClock
-
-    monkeypatch.setattr(streaming, "monotonic", FakeClock())  # one second per reading
+    slow = ws_client.with_options(retry_policy=fake_time())  # one second per reading
     with pytest.raises(StreamTimeoutError, match="deadline") as caught:
-        await socket_chunks(ws_client, model="gpt-4o", messages=HELLO, stream_deadline=6)
+        await socket_chunks(slow, model="gpt-4o", messages=HELLO, stream_deadline=6)
     assert caught.value.received < 6
 
 

@@ -1,20 +1,19 @@
 """`Client` and `AsyncClient`: configuration, resources, and closing.
 
-The two differ only in the httpx client they hold and in ``close``; everything else (settings,
-what the client remembers, repr, ``with_options``) lives in `_BaseClient`, and requests go
-through the one pipeline of ``_http``. Resources are imported when first used, which keeps
-``import aigateway`` cheap.
+The two differ only in the pipeline driver and httpx client they hold and in ``close``;
+everything else (settings, what the client remembers, repr, ``with_options``) lives in
+`_BaseClient`. Resources hold the client's pipeline, not the client; each is imported and
+built on first use (which keeps ``import aigateway`` cheap) and kept in the client's
+``__dict__``, so a ``with_options`` copy, a new object, starts with none.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 import warnings
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import httpx
 
@@ -23,12 +22,15 @@ from ._config import (
     DEFAULT_TIMEOUT,
     ClientConfig,
     TimeoutTypes,
+    check_stream_timeouts,
     coerce_timeout,
 )
-from ._http import AsyncPipeline, BasePipeline, ClientState, SyncPipeline
+from ._http import AsyncPipeline, Pipeline, SyncPipeline
 from ._limits import RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
+from ._state import ClientState
+from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimeouts
 from .errors import ConfigurationError, RateLimitInfo
 
 if TYPE_CHECKING:
@@ -52,18 +54,14 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncClient", "Client"]
 
-PipelineT = TypeVar("PipelineT", bound=BasePipeline)
+PipelineT = TypeVar("PipelineT", bound=Pipeline)
 ResourceT = TypeVar("ResourceT")
-_KEEP: object = object()
-_RESOURCE_CACHE = (
-    "chat", "models", "run", "images", "videos", "audio", "web", "social", "email", "sms",
-    "payments", "documents", "storage", "databases",
-)  # fmt: skip
+_KEEP: Any = object()
 
 
 class _LazyResource(Generic[ResourceT]):
-    """A resource built on first access from ``aigateway.resources.<module>`` and then kept
-    on the client, like a ``cached_property`` (so ``import aigateway`` stays cheap)."""
+    """A resource built on first access from ``aigateway.resources.<module>`` around the
+    client's pipeline, then kept on the client like a ``cached_property``."""
 
     def __init__(self, module: str, class_name: str, doc: str) -> None:
         self._module = module
@@ -83,7 +81,8 @@ class _LazyResource(Generic[ResourceT]):
         import importlib
 
         module = importlib.import_module(f".resources.{self._module}", __package__)
-        resource: ResourceT = getattr(module, self._class_name)(client)
+        pipeline = client._pipeline  # type: ignore[attr-defined]
+        resource: ResourceT = getattr(module, self._class_name)(pipeline)
         client.__dict__[self._name] = resource
         return resource
 
@@ -98,12 +97,21 @@ class _BaseClient(Generic[PipelineT]):
         self,
         pipeline_type: type[PipelineT],
         http_client_type: type[httpx.Client] | type[httpx.AsyncClient],
-        config: ClientConfig,
         *,
         http_client: httpx.Client | httpx.AsyncClient | None,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
         retry_policy: RetryPolicy | None,
+        stream_first_event_timeout: float | None,
+        stream_idle_timeout: float | None,
+        stream_deadline: float | None,
+        **settings: Any,
     ) -> None:
+        config = ClientConfig.resolve(
+            stream_timeouts=StreamTimeouts(
+                stream_first_event_timeout, stream_idle_timeout, stream_deadline
+            ),
+            **settings,
+        )
         if http_client is not None and not isinstance(http_client, http_client_type):
             raise ConfigurationError(
                 f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
@@ -156,6 +164,9 @@ class _BaseClient(Generic[PipelineT]):
         default_headers: Mapping[str, str] | object = _KEEP,
         retry_policy: RetryPolicy | None = None,
         auto_idempotency_keys: bool | object = _KEEP,
+        stream_first_event_timeout: float | None = _KEEP,
+        stream_idle_timeout: float | None = _KEEP,
+        stream_deadline: float | None = _KEEP,
     ) -> Self:
         """A client with some settings changed, sharing this one's connections, memory and
         limits."""
@@ -164,6 +175,18 @@ class _BaseClient(Generic[PipelineT]):
         )
         if auto_idempotency_keys is not _KEEP:
             config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
+        streams = config.stream_timeouts
+        config = config.with_changes(
+            stream_timeouts=check_stream_timeouts(
+                StreamTimeouts(
+                    streams.first_event
+                    if stream_first_event_timeout is _KEEP
+                    else stream_first_event_timeout,
+                    streams.idle if stream_idle_timeout is _KEEP else stream_idle_timeout,
+                    streams.deadline if stream_deadline is _KEEP else stream_deadline,
+                )
+            )
+        )
         return self._copy_with(config, retry_policy)
 
     def _options_config(
@@ -188,10 +211,9 @@ class _BaseClient(Generic[PipelineT]):
         return config.with_changes(**changes)
 
     def _copy_with(self, config: ClientConfig, retry: RetryPolicy | None) -> Self:
-        """A client sharing this one's connection pool and memory, with other settings."""
-        twin = copy.copy(self)
-        for name in _RESOURCE_CACHE:
-            twin.__dict__.pop(name, None)  # resources bound to the original client
+        """A client sharing this one's connection pool and memory, with other settings: a new
+        object, so it builds its own resources around its own pipeline."""
+        twin = object.__new__(type(self))
         twin._pipeline = type(self._pipeline)(
             config, self._pipeline.http_client, self._pipeline.state, retry or self._pipeline.retry
         )
@@ -229,6 +251,12 @@ class Client(_BaseClient[SyncPipeline]):
     generated ``Idempotency-Key``, so even calls that act on the world are retried safely;
     ``wait_for_rate_limit=True`` waits for a spent rate-limit window to reset instead of
     getting a 429; ``max_concurrency`` bounds the requests in flight.
+
+    Timeouts: ``timeout`` (seconds, or an `httpx.Timeout` for connect, read, write and pool)
+    for every request; for streams and sockets also ``stream_first_event_timeout`` (from the
+    request to the first chunk; a timeout there is retried), ``stream_idle_timeout`` (between
+    chunks, 300 s) and ``stream_deadline`` (the whole stream). Every call takes the same
+    keywords to override them.
     """
 
     _slots_type = threading.BoundedSemaphore
@@ -247,38 +275,35 @@ class Client(_BaseClient[SyncPipeline]):
         auto_idempotency_keys: bool = False,
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
+        stream_first_event_timeout: float | None = None,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
+        stream_deadline: float | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
             httpx.Client,
-            ClientConfig.resolve(
-                api_key=api_key,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-                default_headers=default_headers,
-                auto_idempotency_keys=auto_idempotency_keys,
-                wait_for_rate_limit=wait_for_rate_limit,
-                max_concurrency=max_concurrency,
-            ),
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
             http_client=http_client,
             transport=transport,
             retry_policy=retry_policy,
+            auto_idempotency_keys=auto_idempotency_keys,
+            wait_for_rate_limit=wait_for_rate_limit,
+            max_concurrency=max_concurrency,
+            stream_first_event_timeout=stream_first_event_timeout,
+            stream_idle_timeout=stream_idle_timeout,
+            stream_deadline=stream_deadline,
         )
 
-    @cached_property
-    def chat(self) -> Chat:
-        """Chat completions: ``client.chat.completions.create(...)``."""
-        from .resources.chat import Chat
-
-        return Chat(self)
-
-    @cached_property
-    def models(self) -> Models:
-        """The model catalogue: ``client.models.list()``, ``client.models.retrieve(id)``."""
-        from .resources.models import Models
-
-        return Models(self)
+    chat: _LazyResource[Chat] = _LazyResource(
+        "chat", "Chat", "Chat completions: ``client.chat.completions.create(...)``."
+    )
+    models: _LazyResource[Models] = _LazyResource(
+        "models", "Models", "The model catalogue: ``client.models.list()``, ``.retrieve(id)``."
+    )
 
     run: _LazyResource[Run] = _LazyResource(
         "run",
@@ -331,6 +356,12 @@ class Client(_BaseClient[SyncPipeline]):
         "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
     )
 
+    def download(self, url: str) -> bytes:
+        """The bytes at ``url``, a file the gateway returned (``result.bind(client.download)``
+        lets a result you built yourself ``read()`` it), with this client's retries and
+        timeouts; the key goes only to the gateway's own host."""
+        return self._pipeline.fetch(url)
+
     def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""
         if not self._closed and self._owns_http_client:
@@ -379,38 +410,35 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
         auto_idempotency_keys: bool = False,
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
+        stream_first_event_timeout: float | None = None,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
+        stream_deadline: float | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
             httpx.AsyncClient,
-            ClientConfig.resolve(
-                api_key=api_key,
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-                default_headers=default_headers,
-                auto_idempotency_keys=auto_idempotency_keys,
-                wait_for_rate_limit=wait_for_rate_limit,
-                max_concurrency=max_concurrency,
-            ),
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
             http_client=http_client,
             transport=transport,
             retry_policy=retry_policy,
+            auto_idempotency_keys=auto_idempotency_keys,
+            wait_for_rate_limit=wait_for_rate_limit,
+            max_concurrency=max_concurrency,
+            stream_first_event_timeout=stream_first_event_timeout,
+            stream_idle_timeout=stream_idle_timeout,
+            stream_deadline=stream_deadline,
         )
 
-    @cached_property
-    def chat(self) -> AsyncChat:
-        """Chat completions: ``await client.chat.completions.create(...)``."""
-        from .resources.chat import AsyncChat
-
-        return AsyncChat(self)
-
-    @cached_property
-    def models(self) -> AsyncModels:
-        """The model catalogue: ``await client.models.list()``, ``await client.models.retrieve(id)``."""
-        from .resources.models import AsyncModels
-
-        return AsyncModels(self)
+    chat: _LazyResource[AsyncChat] = _LazyResource(
+        "chat", "AsyncChat", "Chat completions: ``await client.chat.completions.create(...)``."
+    )
+    models: _LazyResource[AsyncModels] = _LazyResource(
+        "models", "AsyncModels", "The model catalogue: ``await client.models.list()``."
+    )
 
     run: _LazyResource[AsyncRun] = _LazyResource(
         "run",
@@ -464,6 +492,12 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
         "AsyncDatabases",
         "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
     )
+
+    async def download(self, url: str) -> bytes:
+        """The bytes at ``url``, a file the gateway returned (``result.bind(client.download)``
+        lets a result you built yourself ``await aread()`` it), with this client's retries and
+        timeouts; the key goes only to the gateway's own host."""
+        return await self._pipeline.fetch(url)
 
     async def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""

@@ -6,13 +6,16 @@ client holding one) can be printed, logged or shown in a notebook safely.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final, Union
 
 import httpx
 
+from ._timeouts import StreamTimeouts
 from ._version import __version__
 from .errors import ConfigurationError
 
@@ -79,6 +82,56 @@ def site_root(base_url: httpx.URL) -> httpx.URL:
     return base_url.copy_with(path=base_url.path.rstrip("/")[: -len("/v1")] + "/")
 
 
+_warned_hosts: set[str] = set()
+_LOCAL_SUFFIXES = (".localhost", ".test", ".invalid", ".example", ".local")
+
+
+class InsecureBaseURLWarning(UserWarning):
+    """The base URL is plain ``http://`` to a host on the network: the API key would travel
+    unencrypted. Use ``https://`` (loopback and reserved test names do not warn)."""
+
+
+def warn_if_plain_http(base_url: httpx.URL) -> None:
+    """Warn once per host when the key would go over plain HTTP to a host that is not this
+    machine (loopback, ``localhost``) nor a name reserved for tests and local networks."""
+    host = base_url.host.lower()
+    if base_url.scheme != "http" or host in _warned_hosts or _is_local(host):
+        return
+    _warned_hosts.add(host)
+    warnings.warn(
+        InsecureBaseURLWarning(
+            f"base_url {str(base_url)!r} is plain http:// to a host on the network: the API key "
+            "would travel unencrypted; use https://"
+        ),
+        stacklevel=4,
+    )
+
+
+def _is_local(host: str) -> bool:
+    if host == "localhost" or host.endswith(_LOCAL_SUFFIXES):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeouts:
+    """``timeouts`` when each limit is None or a number of seconds > 0; else ConfigurationError."""
+    for name, value in (
+        ("stream_first_event_timeout", timeouts.first_event),
+        ("stream_idle_timeout", timeouts.idle),
+        ("stream_deadline", timeouts.deadline),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+        ):
+            raise ConfigurationError(
+                f"{name} must be a number of seconds > 0 or None, got {value!r}"
+            )
+    return timeouts
+
+
 def coerce_timeout(timeout: TimeoutTypes) -> httpx.Timeout:
     """A number means the same limit for connect, read, write and pool; None means no limit."""
     if isinstance(timeout, httpx.Timeout):
@@ -101,6 +154,8 @@ class ClientConfig:
     """Wait for the rate-limit window to reset instead of sending a request that would get a 429."""
     max_concurrency: int | None = None
     """At most this many requests in flight at once (a stream is in flight until closed)."""
+    stream_timeouts: StreamTimeouts = field(default_factory=StreamTimeouts)
+    """The first-event timeout, idle timeout and deadline of streams (calls may override)."""
 
     @classmethod
     def resolve(
@@ -114,6 +169,7 @@ class ClientConfig:
         auto_idempotency_keys: bool = False,
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
+        stream_timeouts: StreamTimeouts | None = None,
     ) -> ClientConfig:
         """Merge arguments with the environment and check them; raise ConfigurationError."""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
@@ -138,15 +194,18 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_concurrency must be an integer >= 1 or None, got {max_concurrency!r}"
             )
+        base = normalize_base_url(str(url))
+        warn_if_plain_http(base)
         return cls(
             api_key=Secret(key.strip()),
-            base_url=normalize_base_url(str(url)),
+            base_url=base,
             timeout=coerce_timeout(timeout),
             max_retries=max_retries,
             default_headers=dict(default_headers or {}),
             auto_idempotency_keys=bool(auto_idempotency_keys),
             wait_for_rate_limit=bool(wait_for_rate_limit),
             max_concurrency=max_concurrency,
+            stream_timeouts=check_stream_timeouts(stream_timeouts or StreamTimeouts()),
         )
 
     def with_changes(self, **changes: object) -> ClientConfig:

@@ -1,55 +1,62 @@
-"""The request pipeline, written once: build the request, send it, classify the reply, parse it.
+"""The request path, written once: every call is a flow of logic without I/O, run by a driver.
 
-Everything here except `SyncPipeline.request` / `AsyncPipeline.request` is pure (no I/O), so
-the sync and async clients share it; those two methods differ only in the lines that wait on
-the network. The pipeline knows nothing of resources: a resource describes a call as an
-`APICall` (method, path, body, how to parse the reply) and hands it over.
+A resource describes a call as an `APICall`. `Pipeline.flow` turns it into a generator that
+holds all the logic of the call (build the request, wait for the client-side rate limit, take
+a concurrency slot, send, classify the reply, decide on a retry and its wait with tenacity,
+open a stream up to its first event, book-keep and log) and yields the I/O it needs as small
+commands (`Send`, `Sleep`, `Next`, ...). `SyncPipeline.request` and `AsyncPipeline.request`
+are the two drivers: they perform each command with blocking or awaited I/O and send the
+outcome back, so they differ only in the lines that do I/O, like httpx's ``Auth.auth_flow``.
+Plain calls, streams, WebSocket sockets and file downloads all take this path.
 
-Reliability lives here too: each call runs under the retry policy (`_retry`); a call that acts
-on the world is retried only with an idempotency key; a stream is retried only while it has
-not delivered its first event (the pipeline reads that event before handing the stream over,
-so a later failure can never repeat data the caller has seen); the opt-in limits of
-`_limits` wait before sending; one DEBUG log line per attempt.
+Reliability: a call that acts on the world is retried only with an idempotency key; a stream
+is retried only while it has not delivered its first event (the flow reads that event before
+handing the stream over, so a later failure can never repeat data the caller has seen); one
+DEBUG log line per attempt, never a header.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import sys
-import threading
 import uuid
-import warnings
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import httpx
 
-from ._config import ClientConfig, coerce_timeout
-from ._limits import RequestBudget
-from ._logging import logger
-from ._retry import RetryPolicy, set_attempts
-from .errors import (
-    APIConnectionError,
-    APIError,
-    APIResponseValidationError,
-    APIStatusError,
-    APITimeoutError,
-    LowBalanceWarning,
-    RateLimitInfo,
-    snippet,
-    status_error_class,
+from ._classify import (
+    looks_like_sse,
+    not_an_event_stream,
+    parse_body,
+    request_failed,
+    status_error,
 )
+from ._config import ClientConfig, coerce_timeout
+from ._logging import logger
+from ._response import RawResponse
+from ._retry import RetryPolicy, set_attempts
+from ._state import ClientState
+from ._timeouts import StreamTimeouts
+from .errors import APIError
 
 if TYPE_CHECKING:
-    import anyio
-
-    from ._streaming import AsyncStream, Stream
+    from ._streaming import ChunkDecoder
     from .types.chat_params import RequestOptions
 
 T = TypeVar("T")
+
+__all__ = [
+    "APICall",
+    "AsyncPipeline",
+    "ClientState",
+    "Pipeline",
+    "RawResponse",
+    "SyncPipeline",
+    "new_idempotency_key",
+]
 
 _NO_OPTIONS: RequestOptions = {}
 _URL_CACHE_SIZE = 256
@@ -74,90 +81,13 @@ class APICall(Generic[T]):
     """When true, ``parse`` is applied to each event's data and a Stream is returned."""
     raw: bool = False
     """When true, a `RawResponse` is returned instead of the parsed result."""
+    streamed: bool = False
+    """When true, the 2xx reply is handed back unread (``with_streaming_response``)."""
+    websocket: bool = False
+    """When true, the call streams over the WebSocket endpoint instead of HTTP."""
     side_effect: bool = False
     """The call acts on the world (sends an email, moves money, writes data): it is retried
     only when it carries an idempotency key, so a retry cannot repeat the act."""
-
-
-@dataclass(frozen=True, slots=True)
-class RawResponse(Generic[T]):
-    """The HTTP reply behind a result: status, headers, how many attempts it took, and the
-    parsed object (``parse()``)."""
-
-    http_response: httpx.Response
-    attempts: int
-    _parsed: T
-
-    @property
-    def status_code(self) -> int:
-        return self.http_response.status_code
-
-    @property
-    def headers(self) -> httpx.Headers:
-        return self.http_response.headers
-
-    @property
-    def request_id(self) -> str | None:
-        request_id: str | None = self.http_response.headers.get("x-request-id")
-        return request_id
-
-    @property
-    def rate_limit(self) -> RateLimitInfo | None:
-        """The ``X-RateLimit-*`` headers of this reply."""
-        return RateLimitInfo.from_headers(self.http_response.headers)
-
-    def parse(self) -> T:
-        """The typed result, as the method without ``with_raw_response`` would return it."""
-        return self._parsed
-
-
-@dataclass
-class ClientState:
-    """What a client (and its ``with_options`` copies) remembers and shares: the last seen
-    credits and rate-limit values, and the opt-in limits (None when off)."""
-
-    remaining_credits: float | None = None
-    balance_warning: bool | None = None
-    rate_limit: RateLimitInfo | None = None
-    budget: RequestBudget | None = None
-    """The client-side rate limiter (``wait_for_rate_limit=True``)."""
-    slots: threading.BoundedSemaphore | anyio.Semaphore | None = None
-    """Bounds the requests in flight (``max_concurrency=``)."""
-    warned_low_balance: bool = False
-
-    def observe(self, response: httpx.Response, parsed: object) -> None:
-        """Remember the credits of a reply (or stream chunk); warn once of a low balance."""
-        credits = getattr(parsed, "remaining_credits", None)
-        if credits is not None:
-            self.remaining_credits = credits
-            self.balance_warning = getattr(parsed, "balance_warning", None)
-            if self.balance_warning and not self.warned_low_balance:
-                self.warned_low_balance = True
-                warnings.warn(
-                    LowBalanceWarning(
-                        f"the gateway reports a low balance: {credits} credits left "
-                        "(warned once per client; see client.remaining_credits)"
-                    ),
-                    stacklevel=_caller_stacklevel(),
-                )
-
-    def observe_headers(self, response: httpx.Response) -> None:
-        """Remember the ``X-RateLimit-*`` values of any reply, success or error."""
-        rate_limit = RateLimitInfo.from_headers(response.headers)
-        if rate_limit is not None:
-            self.rate_limit = rate_limit
-            if self.budget is not None:
-                self.budget.observe(rate_limit)
-
-
-def _caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside aigateway (and tenacity): the caller's line."""
-    level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
-        ("aigateway", "tenacity")
-    ):
-        level, frame = level + 1, frame.f_back
-    return level
 
 
 def new_idempotency_key() -> str:
@@ -166,8 +96,96 @@ def new_idempotency_key() -> str:
     return str(uuid.uuid4())
 
 
-class BasePipeline:
-    """The pure parts of the pipeline, shared by `SyncPipeline` and `AsyncPipeline`."""
+# The I/O a flow asks its driver for. Each is answered with its outcome or the exception.
+class Send(NamedTuple):
+    """Send ``request``; answer the `httpx.Response` (its body unread when ``stream``)."""
+
+    request: httpx.Request
+    stream: bool
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+class Acquire(NamedTuple):
+    """Take a concurrency slot (a semaphore)."""
+
+    slots: Any
+
+
+class Body(NamedTuple):
+    """Start reading a reply's body: answer its (async) iterator of decoded bytes."""
+
+    response: httpx.Response
+
+    @property
+    def decoded(self) -> bool:
+        """Whether to read through httpx's decoding layer: for a ``Content-Encoding`` (gzip,
+        ...) and a body already read; else the raw bytes, one layer less on every chunk."""
+        response = self.response
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        return encoding not in ("", "identity") or response.is_stream_consumed
+
+
+class Next(NamedTuple):
+    """The next item of a (async) iterator, or None at its end; an async driver gives up
+    after ``timeout`` seconds with `TimeoutError` (a sync one relies on the socket's)."""
+
+    iterator: Any
+    timeout: float | None = None
+
+
+class Read(NamedTuple):
+    """Read a reply's whole body."""
+
+    response: httpx.Response
+
+
+class Close(NamedTuple):
+    """Close a reply, a body iterator or a socket (shielded from cancellation)."""
+
+    target: Any
+
+
+Command = Send | Sleep | Acquire | Body | Next | Read | Close
+Flow = Generator[Any, Any, T]
+
+
+class Slot:
+    """A taken concurrency slot: given back once, by the call, or by the stream it was
+    handed to (`take`)."""
+
+    __slots__ = ("_release",)
+
+    def __init__(self, release: Callable[[], object] | None) -> None:
+        self._release = release
+
+    def take(self) -> Callable[[], None] | None:
+        """The release, for a stream that keeps the slot until it closes."""
+        release, self._release = self._release, None
+        return None if release is None else _call(release)
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+def _call(function: Callable[[], object]) -> Callable[[], None]:
+    def run() -> None:
+        function()
+
+    return run
+
+
+NO_SLOT = Slot(None)
+
+
+class Pipeline:
+    """The logic of every call, without I/O; `SyncPipeline` and `AsyncPipeline` drive it."""
+
+    asynchronous = False
 
     def __init__(
         self,
@@ -182,6 +200,8 @@ class BasePipeline:
         self.retry = retry
         self._headers = config.headers()
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
+
+    # Building the request
 
     def build_request(self, call: APICall[Any]) -> httpx.Request:
         """The httpx request for a call: URL, headers, body, timeout."""
@@ -212,15 +232,9 @@ class BasePipeline:
         if not same_origin:
             headers.pop("Authorization", None)  # the key goes to the gateway only
         if call.stream:
-            from ._streaming import stream_read_timeout
-
-            timeout = stream_read_timeout(timeout, options)
+            timeout = self.stream_timeouts(call).read_timeout(timeout)
         return self.http_client.build_request(
-            call.method,
-            url,
-            headers=headers,
-            content=body,
-            timeout=timeout,
+            call.method, url, headers=headers, content=body, timeout=timeout
         )
 
     def _url_for(self, path: str) -> tuple[httpx.URL, bool]:
@@ -229,17 +243,149 @@ class BasePipeline:
         known = self._urls.get(path)
         if known is None:
             url = self.config.base_url.join(path)
-            known = (url, _same_origin(url, self.config.base_url))
+            base = self.config.base_url
+            same_origin = (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
+            known = (url, same_origin)
             if len(self._urls) < _URL_CACHE_SIZE:
                 self._urls[path] = known
         return known
 
-    def retry_budget(self, call: APICall[Any], request: httpx.Request) -> int:
-        """How many retries this call may have: none for an act without an idempotency key
-        (given, generated or passed in ``extra_headers``)."""
-        if call.side_effect and "idempotency-key" not in request.headers:
-            return 0
-        return call.options.get("max_retries", self.config.max_retries)
+    def stream_timeouts(self, call: APICall[Any]) -> StreamTimeouts:
+        return StreamTimeouts.of(self.config.stream_timeouts, call.options)
+
+    # The flow of a call
+
+    def flow(self, call: APICall[Any]) -> Flow[Any]:
+        """Attempts of the call under the retry policy, until one succeeds or none is left.
+
+        The first attempt runs outside tenacity (most calls succeed at once, and building
+        tenacity's state costs microseconds); once it fails, tenacity's state machine decides
+        every retry and wait, seeded with that failure."""
+        request = self.build_request(call)
+        if call.websocket:
+            from ._websocket import open_socket
+
+            exchange: Callable[..., Flow[Any]] = open_socket
+        else:
+            exchange = Pipeline._exchange
+        try:
+            return (yield from self._attempt(exchange, call, request, 1))
+        except APIError as error:
+            if call.side_effect and "idempotency-key" not in request.headers:
+                raise
+            retries = call.options.get("max_retries", self.config.max_retries)
+            if retries < 1:
+                raise
+            retrying, state = self.retry.retrying(retries, error)
+        while True:
+            wait: Any = retrying.iter(state)  # raises the last error when no retry is left
+            state.prepare_for_next_attempt()
+            yield Sleep(float(wait))  # a DoSleep, tenacity's wait
+            try:
+                return (yield from self._attempt(exchange, call, request, state.attempt_number))
+            except APIError:
+                state.set_exception(sys.exc_info())  # type: ignore[arg-type]
+
+    def _attempt(
+        self,
+        exchange: Callable[..., Flow[Any]],
+        call: APICall[Any],
+        request: httpx.Request,
+        attempts: int,
+    ) -> Flow[Any]:
+        """One attempt: the client-side rate limit, a concurrency slot, then the exchange."""
+        wait = self.rate_limit_wait()
+        if wait > 0:
+            yield Sleep(wait)
+        slots = self.state.slots
+        slot = NO_SLOT
+        if slots is not None:
+            yield Acquire(slots)
+            slot = Slot(slots.release)
+        try:
+            return (yield from exchange(self, call, request, attempts, slot))
+        finally:
+            slot.release()  # unless a stream took it
+
+    def _exchange(
+        self, call: APICall[Any], request: httpx.Request, attempts: int, slot: Slot
+    ) -> Flow[Any]:
+        """Send a request and turn its reply into the result or a typed error."""
+        timeouts = self.stream_timeouts(call) if call.stream else None
+        timer = timeouts.timer(self.retry.monotonic) if timeouts is not None else None
+        try:
+            response = yield Send(request, call.stream or call.streamed)
+        except Exception as exc:
+            raise self.failed(request, exc, attempts) from exc
+        self.received(request, response, attempts)
+        if not response.is_success:
+            if call.stream or call.streamed:
+                yield from self._read_and_close(request, response, attempts)
+            raise status_error(response, attempts)
+        if call.streamed:
+            return self.streamed_response(call, response, attempts, slot.take())
+        if call.stream:
+            from ._streaming import ChunkDecoder
+
+            decoder = ChunkDecoder(call.parse, response, timer=timer)
+            return (yield from self._open_stream(call, request, response, decoder, attempts, slot))
+        parsed = parse_body(call.parse, response)
+        self.state.observe(response, parsed)
+        return RawResponse(response, attempts, parsed) if call.raw else parsed
+
+    def _read_and_close(
+        self, request: httpx.Request, response: httpx.Response, attempts: int
+    ) -> Flow[None]:
+        try:
+            yield Read(response)
+        except Exception as exc:
+            raise self.failed(request, exc, attempts) from exc
+        finally:
+            yield Close(response)
+
+    def _open_stream(
+        self,
+        call: APICall[Any],
+        request: httpx.Request,
+        response: httpx.Response,
+        decoder: ChunkDecoder[Any],
+        attempts: int,
+        slot: Slot,
+    ) -> Flow[Any]:
+        """Read up to the first chunk (or the end), so that a failure before any data reaches
+        the caller is retried like any other; then hand the stream over."""
+        body = yield Body(response)
+        head: list[Any] = []
+        try:
+            first = True
+            while not head and not decoder.done:
+                try:
+                    data = yield Next(body, decoder.next_wait())
+                except Exception as exc:
+                    if isinstance(exc, TimeoutError):
+                        raise decoder.stalled() from exc
+                    raise self.failed(request, exc, attempts) from exc
+                if data is None:
+                    decoder.end()  # raises: the body ended before any chunk
+                if first and not looks_like_sse(response, data):
+                    raise not_an_event_stream(response, data[:500])
+                first = False
+                head = decoder.feed(data)
+        except BaseException:
+            yield Close(body)
+            yield Close(response)
+            raise
+        stream = self.stream_type()(
+            response,
+            decoder,
+            body,
+            head,
+            on_chunk=self.state.observe,
+            on_close=slot.take(),
+        )
+        return RawResponse(response, attempts, stream) if call.raw else stream
+
+    # Book-keeping
 
     def rate_limit_wait(self) -> float:
         """How long to wait before sending, by the client-side limiter (0 when it is off, when
@@ -267,10 +413,8 @@ class BasePipeline:
                 attempts,
             )
 
-    def failed(
-        self, request: httpx.Request, exc: httpx.TransportError, attempts: int
-    ) -> APIConnectionError:
-        """The error (and DEBUG line) for an attempt that got no reply."""
+    def failed(self, request: httpx.Request, exc: Exception, attempts: int) -> APIError:
+        """The error (and DEBUG line) for an attempt that got no usable reply."""
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s -> %s (attempt %d)",
@@ -279,319 +423,174 @@ class BasePipeline:
                 type(exc).__name__,
                 attempts,
             )
-        return set_attempts(transport_error(exc, request), attempts)
+        return set_attempts(request_failed(exc, request), attempts)
 
-    def stream_class(self) -> type[Stream[Any]] | type[AsyncStream[Any]]:
-        """The stream type this pipeline hands out (the only sync/async difference of a stream)."""
+    # What differs between sync and async results
+
+    def stream_type(self) -> Any:
+        """`Stream` or `AsyncStream`."""
         raise NotImplementedError
 
-    def _open_stream(self, call: APICall[Any], response: httpx.Response, attempts: int) -> Any:
-        stream = self.stream_class()(
-            response, call.parse, on_chunk=self.state.observe, options=call.options
-        )
-        return RawResponse(response, attempts, stream) if call.raw else stream
+    def streamed_response(
+        self,
+        call: APICall[Any],
+        response: httpx.Response,
+        attempts: int,
+        on_close: Callable[[], None] | None,
+    ) -> Any:
+        """The unread reply of ``with_streaming_response``."""
+        raise NotImplementedError
 
-    def status_error(self, response: httpx.Response, attempts: int) -> APIStatusError:
-        """The typed error for a non-2xx reply whose body has been read."""
-        return make_status_error(response, attempts)
+    def _stream_over(self, call: APICall[Any]) -> Callable[[httpx.Response], Any] | None:
+        """For ``with_streaming_response`` on a streamed call: the typed stream over a reply."""
+        if not call.stream:
+            return None
 
-    def finish(self, call: APICall[T], response: httpx.Response, attempts: int) -> Any:
-        """The result of a 2xx non-stream reply: parsed, remembered, raw if asked."""
-        parsed = parse_body(call.parse, response)
-        self.state.observe(response, parsed)
-        return RawResponse(response, attempts, parsed) if call.raw else parsed
+        def open_stream(response: httpx.Response) -> Any:
+            from ._streaming import ChunkDecoder
 
+            timer = self.stream_timeouts(call).timer(self.retry.monotonic)
+            decoder = ChunkDecoder(call.parse, response, timer=timer)
+            return self.stream_type()(response, decoder, on_chunk=self.state.observe)
 
-def _same_origin(url: httpx.URL, base: httpx.URL) -> bool:
-    return (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
-
-
-def make_status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
-    """Classify a non-2xx reply by status and error code; works for non-JSON bodies too."""
-    text = response.text
-    body: object | None
-    try:
-        body = json.loads(text) if text else None
-    except ValueError:
-        body = None
-    error = body.get("error") if isinstance(body, dict) else None
-    message: str
-    error_type: str | None = None
-    code: str | None = None
-    if isinstance(error, dict):
-        message = str(error.get("message") or response.reason_phrase)
-        error_type = _str_or_none(error.get("type"))
-        code = _str_or_none(error.get("code"))
-    elif isinstance(error, str):
-        message = error
-    elif body is not None:
-        message = f"{response.reason_phrase}: {snippet(text)}"
-    else:
-        content_type = response.headers.get("content-type", "unknown content type")
-        shown = snippet(text) if text else "(empty body)"
-        message = f"{response.reason_phrase} (non-JSON reply, {content_type}): {shown}"
-    cls = status_error_class(response.status_code, code)
-    return cls(
-        message, response=response, body=body, error_type=error_type, code=code, attempts=attempts
-    )
+        return open_stream
 
 
-def _str_or_none(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def parse_body(parse: Callable[[bytes], T], response: httpx.Response) -> T:
-    """Apply ``parse`` to a reply's bytes; a reply of the wrong shape becomes a typed error."""
-    try:
-        return parse(response.content)
-    except ValueError as exc:  # pydantic.ValidationError and json errors are ValueErrors
-        raise APIResponseValidationError(
-            f"the reply to {response.request.method} {response.request.url.path} "
-            f"is not of the expected shape ({_first_line(exc)})",
-            body=response.content,
-            status_code=response.status_code,
-            headers=response.headers,
-            request=response.request,
-        ) from exc
-
-
-def _first_line(exc: Exception) -> str:
-    lines = str(exc).splitlines()
-    return "; ".join(line.strip() for line in lines[:3]) if lines else type(exc).__name__
-
-
-def transport_error(exc: httpx.TransportError, request: httpx.Request) -> APIConnectionError:
-    """Our error for httpx's: timeouts apart from the rest."""
-    cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-    what = "timed out" if cls is APITimeoutError else "failed"
-    err = cls(f"{request.method} {request.url.path} {what}: {exc!r}", request=request)
-    err.__cause__ = exc
-    return err
-
-
-class SyncPipeline(BasePipeline):
-    """The pipeline over an `httpx.Client`."""
+class SyncPipeline(Pipeline):
+    """The blocking driver, over an `httpx.Client`."""
 
     http_client: httpx.Client
 
     def request(self, call: APICall[Any]) -> Any:
-        request = self.build_request(call)
-        budget = self.retry_budget(call, request)
+        """Run a call's flow to its result (or error)."""
+        flow = self.flow(call)
         try:
-            return self._attempt(call, request, 1)
-        except APIError as error:
-            wait = self.retry.first_wait(error, budget)
-            if wait is None:
-                raise
-        self.retry.sleep(wait)
-        for attempt in self.retry.sync_retrying(budget, attempts_done=1):
-            with attempt:
-                return self._attempt(call, request, attempt.retry_state.attempt_number + 1)
-        raise AssertionError("unreachable: tenacity reraises the last error")
+            command = next(flow)
+            while True:
+                try:
+                    outcome = self._perform(command)
+                except BaseException as exc:  # the flow classifies it, or cleans up and re-raises
+                    command = flow.throw(exc)
+                else:
+                    command = flow.send(outcome)
+        except StopIteration as done:
+            return done.value
 
-    def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:
-        wait = self.rate_limit_wait()
-        if wait > 0:
-            self.retry.sleep(wait)
-        slots = self.state.slots
-        if slots is not None:
-            slots.acquire()
-        release = slots.release if slots is not None else None
-        try:
-            try:
-                response = self.http_client.send(request, stream=call.stream)
-            except httpx.TransportError as exc:
-                raise self.failed(request, exc, attempts) from exc
-            self.received(request, response, attempts)
-            if response.is_error:
-                if call.stream:
-                    response.read()
-                    response.close()
-                raise self.status_error(response, attempts)
-            if call.stream:
-                self._start_stream(request, response, attempts, release)
-                release = None  # the stream gives its slot back when it closes
-                return self._open_stream(call, response, attempts)
-            return self.finish(call, response, attempts)
-        finally:
-            if release is not None:
-                release()
+    def fetch(self, url: str) -> bytes:
+        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
+        data: bytes = self.request(fetch_call(url))
+        return data
 
-    def _start_stream(
-        self,
-        request: httpx.Request,
-        response: httpx.Response,
-        attempts: int,
-        on_close: Callable[[], object] | None,
-    ) -> None:
-        """Read up to the first event, so that a failure before it is retried like any other."""
-        original = response.stream
-        assert isinstance(original, httpx.SyncByteStream)
-        rest = iter(original)
-        head: list[bytes] = []
-        try:
-            for chunk in rest:
-                head.append(chunk)
-                if holds_an_event(head):
-                    break
-        except httpx.TransportError as exc:
-            response.close()
-            raise self.failed(request, exc, attempts) from exc
-        response.stream = _ResumedStream(head, rest, original, on_close)
+    def _perform(self, command: Any) -> Any:
+        kind = type(command)
+        if kind is Send:
+            return self.http_client.send(command.request, stream=command.stream)
+        if kind is Next:
+            return next(command.iterator, None)
+        if kind is Sleep:
+            return self.retry.sleep(command.seconds)
+        if kind is Body:
+            response = command.response
+            return response.iter_bytes() if command.decoded else response.iter_raw()
+        if kind is Read:
+            return command.response.read()
+        if kind is Close:
+            close = getattr(command.target, "close", None)
+            return close() if close is not None else None
+        if kind is Acquire:
+            return command.slots.acquire()
+        return command.perform()  # a command of its own (a WebSocket's)
 
-    def stream_class(self) -> type[Stream[Any]]:
+    def stream_type(self) -> Any:
         from ._streaming import Stream
 
         return Stream
 
-
-class AsyncPipeline(BasePipeline):
-    """The pipeline over an `httpx.AsyncClient`."""
-
-    http_client: httpx.AsyncClient
-
-    async def request(self, call: APICall[Any]) -> Any:
-        request = self.build_request(call)
-        budget = self.retry_budget(call, request)
-        try:
-            return await self._attempt(call, request, 1)
-        except APIError as error:
-            wait = self.retry.first_wait(error, budget)
-            if wait is None:
-                raise
-        await self.retry.async_sleep(wait)
-        async for attempt in self.retry.async_retrying(budget, attempts_done=1):
-            with attempt:
-                return await self._attempt(call, request, attempt.retry_state.attempt_number + 1)
-        raise AssertionError("unreachable: tenacity reraises the last error")
-
-    async def _attempt(self, call: APICall[Any], request: httpx.Request, attempts: int) -> Any:
-        wait = self.rate_limit_wait()
-        if wait > 0:
-            await self.retry.async_sleep(wait)
-        slots = self.state.slots
-        if slots is not None:
-            await slots.acquire()  # type: ignore[misc]
-        release = slots.release if slots is not None else None
-        try:
-            try:
-                response = await self.http_client.send(request, stream=call.stream)
-            except httpx.TransportError as exc:
-                raise self.failed(request, exc, attempts) from exc
-            self.received(request, response, attempts)
-            if response.is_error:
-                if call.stream:
-                    await response.aread()
-                    await response.aclose()
-                raise self.status_error(response, attempts)
-            if call.stream:
-                await self._start_stream(request, response, attempts, release)
-                release = None  # the stream gives its slot back when it closes
-                return self._open_stream(call, response, attempts)
-            return self.finish(call, response, attempts)
-        finally:
-            if release is not None:
-                release()
-
-    async def _start_stream(
+    def streamed_response(
         self,
-        request: httpx.Request,
+        call: APICall[Any],
         response: httpx.Response,
         attempts: int,
-        on_close: Callable[[], object] | None,
-    ) -> None:
-        """Read up to the first event, so that a failure before it is retried like any other."""
-        original = response.stream
-        assert isinstance(original, httpx.AsyncByteStream)
-        rest = original.__aiter__()
-        head: list[bytes] = []
-        try:
-            async for chunk in rest:
-                head.append(chunk)
-                if holds_an_event(head):
-                    break
-        except httpx.TransportError as exc:
-            await response.aclose()
-            raise self.failed(request, exc, attempts) from exc
-        response.stream = _AsyncResumedStream(head, rest, original, on_close)
+        on_close: Callable[[], None] | None,
+    ) -> Any:
+        from ._response import StreamedResponse
 
-    def stream_class(self) -> type[AsyncStream[Any]]:
+        return StreamedResponse(response, attempts, call.parse, on_close, self._stream_over(call))
+
+
+class AsyncPipeline(Pipeline):
+    """The async driver (asyncio and trio), over an `httpx.AsyncClient`."""
+
+    http_client: httpx.AsyncClient
+    asynchronous = True
+
+    async def request(self, call: APICall[Any]) -> Any:
+        """Run a call's flow to its result (or error)."""
+        flow = self.flow(call)
+        try:
+            command = next(flow)
+            while True:
+                try:
+                    outcome = await self._perform(command)
+                except BaseException as exc:  # the flow classifies it, or cleans up and re-raises
+                    command = flow.throw(exc)
+                else:
+                    command = flow.send(outcome)
+        except StopIteration as done:
+            return done.value
+
+    async def fetch(self, url: str) -> bytes:
+        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
+        data: bytes = await self.request(fetch_call(url))
+        return data
+
+    async def _perform(self, command: Any) -> Any:
+        kind = type(command)
+        if kind is Send:
+            return await self.http_client.send(command.request, stream=command.stream)
+        if kind is Next:
+            if command.timeout is None:
+                return await anext(command.iterator, None)
+            import anyio
+
+            with anyio.fail_after(command.timeout):
+                return await anext(command.iterator, None)
+        if kind is Sleep:
+            return await self.retry.async_sleep(command.seconds)
+        if kind is Body:
+            response = command.response
+            return response.aiter_bytes() if command.decoded else response.aiter_raw()
+        if kind is Read:
+            return await command.response.aread()
+        if kind is Close:
+            import anyio
+
+            close = getattr(command.target, "aclose", None) or command.target.close
+            with anyio.CancelScope(shield=True):
+                return await close()
+        if kind is Acquire:
+            return await command.slots.acquire()
+        return await command.aperform()  # a command of its own (a WebSocket's)
+
+    def stream_type(self) -> Any:
         from ._streaming import AsyncStream
 
         return AsyncStream
 
+    def streamed_response(
+        self,
+        call: APICall[Any],
+        response: httpx.Response,
+        attempts: int,
+        on_close: Callable[[], None] | None,
+    ) -> Any:
+        from ._response import AsyncStreamedResponse
 
-_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
-
-
-def holds_an_event(head: list[bytes]) -> bool:
-    """Whether the bytes read so far complete at least one server-sent event."""
-    joined = head[0] if len(head) == 1 else b"".join(head)
-    return any(end in joined for end in _EVENT_ENDS)
-
-
-class _Resumable:
-    """A reply body whose first chunks were read ahead: they come first, then the rest.
-    Closing it closes the original body and runs ``on_close`` once (a concurrency slot)."""
-
-    def __init__(
-        self, head: list[bytes], rest: Any, original: Any, on_close: Callable[[], object] | None
-    ) -> None:
-        self._head = head
-        self._rest = rest
-        self._original = original
-        self._on_close = on_close
-
-    def _closed(self) -> None:
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
+        return AsyncStreamedResponse(
+            response, attempts, call.parse, on_close, self._stream_over(call)
+        )
 
 
-class _ResumedStream(_Resumable, httpx.SyncByteStream):
-    def __iter__(self) -> Iterator[bytes]:
-        return itertools.chain(self._head, self._rest)  # no Python frame per chunk
-
-    def close(self) -> None:
-        try:
-            close_rest = getattr(self._rest, "close", None)
-            if close_rest is not None:
-                close_rest()
-            self._original.close()
-        finally:
-            self._closed()
-
-
-class _AsyncResumedStream(_Resumable, httpx.AsyncByteStream):
-    """An iterator object, not an async generator: nothing is left for trio to warn about
-    when the caller stops early."""
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._head:
-            return self._head.pop(0)
-        chunk: bytes = await self._rest.__anext__()
-        return chunk
-
-    async def aclose(self) -> None:
-        try:
-            close_rest = getattr(self._rest, "aclose", None)
-            if close_rest is not None:
-                await close_rest()  # an async generator left open would warn under trio
-            await self._original.aclose()
-        finally:
-            self._closed()
-
-
-__all__ = [
-    "APICall",
-    "AsyncPipeline",
-    "BasePipeline",
-    "ClientState",
-    "RawResponse",
-    "SyncPipeline",
-    "make_status_error",
-    "new_idempotency_key",
-]
+def fetch_call(url: str) -> APICall[bytes]:
+    """A GET of a file result's URL (the key goes only to the gateway's own host)."""
+    return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})

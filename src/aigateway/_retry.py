@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ._logging import logger
 from .errors import (
@@ -35,7 +35,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from tenacity import AsyncRetrying, RetryCallState, Retrying
+    from tenacity import RetryCallState, Retrying
 
 E = TypeVar("E", bound=APIError)
 
@@ -114,6 +114,8 @@ class RetryPolicy:
     random: Callable[[], float] = field(default=random.random, repr=False)
     now: Callable[[], float] = field(default=time.time, repr=False)
     """The clock that ``Retry-After`` dates and ``X-RateLimit-Reset`` times are compared with."""
+    monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
+    """The clock of stream timers (first-event and idle timeouts, deadlines)."""
 
     def with_changes(self, **changes: object) -> RetryPolicy:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -144,54 +146,35 @@ class RetryPolicy:
                 return False
         return True
 
-    def first_wait(self, error: BaseException, max_retries: int) -> float | None:
-        """After a failed first attempt: the wait before the second, or None for no retry.
-
-        The pipelines make the first attempt outside tenacity (most calls succeed at once, and
-        tenacity's loop costs a few microseconds per call); tenacity runs the retries.
-        """
-        if max_retries < 1 or not self.should_retry(error):
-            return None
-        wait = self.wait_for(error, 1)
-        self._log_retry(error, 1, wait)
-        return wait
-
-    def sync_retrying(self, max_retries: int, attempts_done: int = 0) -> Retrying:
-        """Tenacity's loop for the attempts after the ``attempts_done`` already made (tenacity
-        is imported on the first retry: a call that succeeds at once never needs it)."""
-        from tenacity import Retrying
-
-        return Retrying(sleep=self.sleep, **self._tenacity_options(max_retries, attempts_done))
-
-    def async_retrying(self, max_retries: int, attempts_done: int = 0) -> AsyncRetrying:
-        """`sync_retrying` for coroutines."""
-        from tenacity import AsyncRetrying
-
-        return AsyncRetrying(
-            sleep=self.async_sleep, **self._tenacity_options(max_retries, attempts_done)
-        )
-
-    def _tenacity_options(self, max_retries: int, attempts_done: int) -> dict[str, Any]:
-        from tenacity import stop_after_attempt
+    def retrying(self, max_retries: int, first_error: APIError) -> tuple[Retrying, RetryCallState]:
+        """Tenacity's state machine for the retries of a call whose first attempt failed with
+        ``first_error``: ``retrying.iter(state)`` says how long to wait before the next attempt,
+        or raises the last error when no retry is left. The pipeline drives it, so the sync and
+        async clients share every retry decision (tenacity is imported on the first retry: a
+        call that succeeds at once never needs it)."""
+        from tenacity import RetryCallState, Retrying, stop_after_attempt
 
         def wait(state: RetryCallState) -> float:
-            return self.wait_for(_error_of(state), state.attempt_number + attempts_done)
+            return self.wait_for(_error_of(state), state.attempt_number)
 
         def retry(state: RetryCallState) -> bool:
             return self.should_retry(_error_of(state))
 
         def before_sleep(state: RetryCallState) -> None:
-            self._log_retry(
-                _error_of(state), state.attempt_number + attempts_done, state.upcoming_sleep
-            )
+            self._log_retry(_error_of(state), state.attempt_number, state.upcoming_sleep)
 
-        return {
-            "stop": stop_after_attempt(max(1, max_retries + 1 - attempts_done)),
-            "wait": wait,
-            "retry": retry,
-            "before_sleep": before_sleep,
-            "reraise": True,
-        }
+        retrying = Retrying(
+            sleep=self.sleep,
+            stop=stop_after_attempt(max_retries + 1),
+            wait=wait,
+            retry=retry,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        retrying.begin()
+        state = RetryCallState(retrying, fn=None, args=(), kwargs={})
+        state.set_exception((type(first_error), first_error, first_error.__traceback__))
+        return retrying, state
 
     @staticmethod
     def _log_retry(error: BaseException | None, attempt_number: int, wait: float) -> None:

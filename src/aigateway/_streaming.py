@@ -1,24 +1,27 @@
 """Typed streams of a streamed reply: `Stream` (sync) and `AsyncStream` (async).
 
-Both feed the bytes they read into one `ChunkDecoder` (sans-io: SSE events in, typed chunks
-out, ``[DONE]``, error events, the idle timeout and the deadline handled), so the two classes
-differ only in how they read. A stream is iterable and a context manager; leaving the ``with``
-block, breaking out of the loop, an exception or a cancelled task all release the connection.
-After ``data: [DONE]`` the rest of the body is read, so the connection goes back to the pool.
+The pipeline opens a stream: it sends the request, reads up to the first event through a
+`ChunkDecoder` (so a failure before any data reaches the caller is retried like any other) and
+hands the decoder, the body iterator and the chunks read so far to a `Stream`. From there the
+two classes differ only in how they read: both feed the bytes into the same sans-io decoder
+(SSE events in, typed chunks out, ``[DONE]``, error events, the timers). A stream is iterable
+and a context manager; leaving the ``with`` block, breaking out of the loop, an exception or a
+cancelled task all release the connection. After ``data: [DONE]`` the rest of the body is
+read, so the connection goes back to the pool.
 
 A stream keeps no more than the last few chunks (`TAIL`): memory stays flat however long the
-stream is. Timing: the idle timeout counts from the last event (keep-alive comments are not
-events), the deadline from the moment the stream opened; both are checked whenever bytes
-arrive, and the read timeout of a stream request is lowered to the smaller of the two, so a
-server that sends nothing at all is caught by httpx's read timeout.
+stream is. Timing (`StreamTimer`): the first-event timeout counts from the request, the idle
+timeout from the last event (keep-alive comments are not events), the deadline from the
+request; they are checked whenever bytes arrive, before an event that arrives late is counted,
+and the read timeout of a stream request is lowered so that a server sending nothing at all is
+caught by httpx's read timeout.
 """
 
 from __future__ import annotations
 
-import json
-import time
+import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from functools import cached_property
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -27,14 +30,15 @@ import anyio
 import httpx
 from typing_extensions import Self
 
+from ._classify import error_event, read_json, request_failed
 from ._sse import SSEDecodeError, SSEDecoder
+from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimer
 from .errors import (
+    APIError,
     APIResponseValidationError,
-    APIStatusError,
     IncompleteStreamError,
     StreamConnectionError,
     StreamTimeoutError,
-    status_error_class,
 )
 
 T = TypeVar("T")
@@ -44,119 +48,12 @@ DONE_OBJECT = "chat.completion.done"
 """The ``object`` of the WebSocket frame that ends a stream (design section 2)."""
 TAIL = 16
 """How many of the last chunks a stream keeps, for the error of a stream cut short."""
-DEFAULT_STREAM_IDLE_TIMEOUT = 300.0
-"""Seconds a stream may go without an event before it raises `StreamTimeoutError`."""
 _DRAIN_LIMIT = 65_536
 """Bytes read after ``[DONE]`` to free the connection; past this it is closed instead."""
 
-monotonic: Callable[[], float] = time.monotonic
-"""The clock of stream timers (tests replace it instead of waiting)."""
-
-_ERROR_TYPE_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "insufficient_credits": 402,
-    "insufficient_balance": 402,
-    "not_found_error": 404,
-    "rate_limit_error": 429,
-    "rate_limit_exceeded": 429,
-    "service_unavailable": 503,
-}
-
-
-def stream_settings(options: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """The idle timeout and deadline a call asks for (``stream_idle_timeout``,
-    ``stream_deadline``); the idle timeout defaults to `DEFAULT_STREAM_IDLE_TIMEOUT`."""
-    idle = options.get("stream_idle_timeout", DEFAULT_STREAM_IDLE_TIMEOUT)
-    return idle, options.get("stream_deadline")
-
-
-def stream_read_timeout(timeout: httpx.Timeout, options: Mapping[str, Any]) -> httpx.Timeout:
-    """The timeout of a stream request: its read timeout lowered to the idle timeout and the
-    deadline, so a silent server raises instead of hanging."""
-    limits = [t for t in (timeout.read, *stream_settings(options)) if t is not None]
-    read = min(limits) if limits else None
-    if read == timeout.read:
-        return timeout
-    return httpx.Timeout(connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool)
-
-
-class StreamTimer:
-    """The idle timeout and deadline of one stream, without I/O: told after each read whether
-    an event arrived, it says when a limit was passed."""
-
-    __slots__ = ("_clock", "_deadline", "_idle_timeout", "_last_event", "_start")
-
-    def __init__(
-        self,
-        idle_timeout: float | None,
-        deadline: float | None,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self._clock = clock or monotonic
-        self._idle_timeout = idle_timeout
-        self._deadline = deadline
-        self._start = self._last_event = self._clock()
-
-    def overdue(self, progressed: bool) -> str | None:
-        """Why the stream must stop now, or None; ``progressed``: an event just arrived."""
-        now = self._clock()
-        if progressed:
-            self._last_event = now
-        if self._deadline is not None and now - self._start > self._deadline:
-            return f"the stream went over its deadline of {self._deadline:g} s (stream_deadline)"
-        if self._idle_timeout is not None and now - self._last_event > self._idle_timeout:
-            return (
-                f"no event for more than {self._idle_timeout:g} s (stream_idle_timeout; "
-                "keep-alive comments do not count)"
-            )
-        return None
-
-    def next_wait(self) -> float | None:
-        """How long the next wait for an event may last (None: no limit)."""
-        now = self._clock()
-        waits = []
-        if self._deadline is not None:
-            waits.append(self._start + self._deadline - now)
-        if self._idle_timeout is not None:
-            waits.append(self._last_event + self._idle_timeout - now)
-        return max(0.0, min(waits)) if waits else None
-
-
-def error_from_object(
-    raw: bytes | str, request: httpx.Request, headers: Mapping[str, str] | None = None
-) -> APIStatusError | None:
-    """The API error an ``{"error": {...}}`` object inside a stream stands for, or None when
-    ``raw`` is not such an object. The status comes from ``error.status`` when the server sent
-    it, else from the error type (500 when unknown); the code wins for credits."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        return None
-    code = error.get("code")
-    status = error.get("status")
-    if not isinstance(status, int) or isinstance(status, bool):
-        status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
-    content = raw.encode() if isinstance(raw, str) else raw
-    response = httpx.Response(status, content=content, headers=headers, request=request)
-    cls = status_error_class(status, None if code is None else str(code))
-    return cls(
-        str(error.get("message") or "error event in the stream"),
-        response=response,
-        body=body,
-        error_type=None if error.get("type") is None else str(error.get("type")),
-        code=None if code is None else str(code),
-    )
-
 
 def _object_of(text: str) -> object:
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return None
+    body = read_json(text)
     return body.get("object") if isinstance(body, dict) else None
 
 
@@ -190,7 +87,7 @@ class ChunkDecoder(Generic[T]):
         timer: StreamTimer | None = None,
     ) -> None:
         self._parse = parse
-        self._response = response
+        self.response = response
         self._sse = SSEDecoder()
         self._timer = timer
         self.done = False
@@ -242,7 +139,7 @@ class ChunkDecoder(Generic[T]):
 
     def _raise_error_object(self, text: str) -> None:
         """Raise the API error an ``{"error": {...}}`` event stands for (if it is one)."""
-        error = error_from_object(text, self._response.request, self._response.headers)
+        error = error_event(text, self.response.request, self.response.headers)
         if error is not None:
             raise error
 
@@ -272,14 +169,19 @@ class ChunkDecoder(Generic[T]):
             cut = " in the middle of an event" if self._sse.pending else ""
             raise self.incomplete(f"the stream ended{cut} before data: [DONE]")
 
-    def transport_failure(self, exc: httpx.TransportError) -> IncompleteStreamError:
-        """The error for a connection that failed mid-stream (a read timeout is a stall)."""
-        if isinstance(exc, httpx.TimeoutException):
-            return self.incomplete(f"the stream stalled: nothing arrived in time ({exc!r})",
-                                   StreamTimeoutError)  # fmt: skip
-        return self.incomplete(
-            f"the connection was cut mid-stream ({exc!r})", StreamConnectionError
-        )
+    def transport_failure(self, exc: Exception) -> APIError:
+        """The error for a read that failed mid-stream: a read timeout is a stall, a lost
+        connection a cut, a body that cannot be decoded a reply of the wrong shape."""
+        if isinstance(exc, httpx.TimeoutException | TimeoutError):
+            why = f"the stream stalled: nothing arrived in time ({exc!r})"
+            error: APIError = self.incomplete(why, StreamTimeoutError)
+        elif isinstance(exc, httpx.TransportError | OSError):
+            why = f"the connection was cut mid-stream ({exc!r})"
+            error = self.incomplete(why, StreamConnectionError)
+        else:
+            error = request_failed(exc, self.response.request)
+        error.__cause__ = exc
+        return error
 
     def incomplete(
         self, why: str, cls: type[IncompleteStreamError] = IncompleteStreamError
@@ -289,16 +191,16 @@ class ChunkDecoder(Generic[T]):
             f"{why}, after {self.received} chunks",
             chunks=list(self.tail),
             received=self.received,
-            request=self._response.request,
+            request=self.response.request,
         )
 
     def _invalid(self, message: str, raw: bytes) -> APIResponseValidationError:
         return APIResponseValidationError(
             message,
             body=raw,
-            status_code=self._response.status_code,
-            headers=self._response.headers,
-            request=self._response.request,
+            status_code=self.response.status_code,
+            headers=self.response.headers,
+            request=self.response.request,
         )
 
 
@@ -377,29 +279,27 @@ class AsyncChunkIterator(Generic[T]):
         await self.close()
 
 
-def chunk_decoder(
-    parse: Callable[[bytes], T], response: httpx.Response, options: Mapping[str, Any] | None
-) -> ChunkDecoder[T]:
-    """A decoder with the idle timeout and deadline the call's options ask for."""
-    idle_timeout, deadline = stream_settings(options or {})
-    timer = None
-    if idle_timeout is not None or deadline is not None:
-        timer = StreamTimer(idle_timeout, deadline)
-    return ChunkDecoder(parse, response, timer=timer)
-
-
 class _StreamBase(Generic[T]):
+    """What both streams share: the reply, its decoder, the chunks read ahead, the release."""
+
     def __init__(
         self,
         response: httpx.Response,
-        parse: Callable[[bytes], T],
+        decoder: ChunkDecoder[T],
+        body: Any = None,
+        head: list[T] | None = None,
         *,
         on_chunk: Callable[[httpx.Response, object], None] | None = None,
-        options: Mapping[str, Any] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.response = response
-        self._decoder = chunk_decoder(parse, response, options)
+        self._decoder = decoder
+        self._body = body
+        """The body's byte iterator, already started by the pipeline (None: not started)."""
+        self._head = head or []
+        """Chunks the pipeline read before handing the stream over (up to the first one)."""
         self._on_chunk = on_chunk
+        self._on_close = on_close
 
     @property
     def received(self) -> int:
@@ -409,6 +309,12 @@ class _StreamBase(Generic[T]):
     def _observe(self, chunks: list[T]) -> None:
         if self._on_chunk is not None:
             self._on_chunk(self.response, chunks[-1])
+
+    def _closed(self) -> None:
+        """Give back what the stream held besides the connection (a concurrency slot), once."""
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def _drain(raw: Iterator[bytes]) -> None:
@@ -430,6 +336,10 @@ async def _adrain(raw: AsyncIterator[bytes]) -> None:
             return
 
 
+_READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
+"""What reading a body may raise besides our own errors (a cut, a stall, a bad encoding)."""
+
+
 class Stream(_StreamBase[T], SyncChunkIterator[T]):
     """A streamed reply, chunk by chunk. Use it in a ``with`` block, or iterate it to the end.
 
@@ -438,24 +348,39 @@ class Stream(_StreamBase[T], SyncChunkIterator[T]):
 
     def _iterate(self) -> Generator[T, None, None]:
         decoder = self._decoder
-        raw = self.response.iter_raw()
+        if self._body is None:
+            self._body = self.response.iter_bytes()
+        raw = self._body
         try:
-            for data in raw:
-                chunks = decoder.feed(data)
-                if chunks:
-                    self._observe(chunks)
-                    yield from chunks
-                if decoder.done:
-                    _drain(raw)
-                    return
-            decoder.end()
-        except httpx.TransportError as exc:
+            if self._head:
+                head, self._head = self._head, []
+                self._observe(head)
+                yield from head
+            if not decoder.done:
+                for data in raw:
+                    chunks = decoder.feed(data)
+                    if chunks:
+                        self._observe(chunks)
+                        yield from chunks
+                    if decoder.done:
+                        break
+                else:
+                    decoder.end()
+            with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+                _drain(raw)
+        except _READ_FAILURES as exc:
             raise decoder.transport_failure(exc) from exc
         finally:
-            self.response.close()
+            self._release()
 
     def _release(self) -> None:
-        self.response.close()
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None and not getattr(self._body, "gi_running", False):
+                close()
+            self.response.close()
+        finally:
+            self._closed()
 
 
 class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
@@ -467,27 +392,40 @@ class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
 
     async def _iterate(self) -> AsyncGenerator[T, None]:
         decoder = self._decoder
-        raw = self.response.aiter_raw()
+        if self._body is None:
+            self._body = self.response.aiter_bytes()
+        raw = self._body
         try:
-            async for data in raw:
-                chunks = decoder.feed(data)
-                if chunks:
-                    self._observe(chunks)
-                    for chunk in chunks:
-                        yield chunk
-                if decoder.done:
-                    await _adrain(raw)
-                    return
-            decoder.end()
-        except httpx.TransportError as exc:
+            if self._head:
+                head, self._head = self._head, []
+                self._observe(head)
+                for chunk in head:
+                    yield chunk
+            if not decoder.done:
+                async for data in raw:
+                    chunks = decoder.feed(data)
+                    if chunks:
+                        self._observe(chunks)
+                        for chunk in chunks:
+                            yield chunk
+                    if decoder.done:
+                        break
+                else:
+                    decoder.end()
+            with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+                await _adrain(raw)
+        except _READ_FAILURES as exc:
             raise decoder.transport_failure(exc) from exc
         finally:
             with anyio.CancelScope(shield=True):
-                await aclose_generator(raw)  # left open, trio warns when it is collected
-                await self.response.aclose()
+                await self._release()
 
     async def _release(self) -> None:
-        await self.response.aclose()
+        try:
+            await aclose_generator(self._body)  # left open, trio warns when it is collected
+            await self.response.aclose()
+        finally:
+            self._closed()
 
 
 __all__ = [
@@ -498,8 +436,4 @@ __all__ = [
     "Stream",
     "StreamTimer",
     "SyncChunkIterator",
-    "chunk_decoder",
-    "error_from_object",
-    "stream_read_timeout",
-    "stream_settings",
 ]

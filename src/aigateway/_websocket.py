@@ -1,39 +1,44 @@
-"""Chat completions over the gateway's WebSocket endpoint, ``/v1/stream`` (spec section 4).
+"""Chat completions over the gateway's WebSocket endpoint, ``/v1/stream``.
 
-Frames (design section 2): the client sends one JSON message, the body of a chat completion
-request; the server sends ``chat.completion.chunk`` objects, then ``{"object":
-"chat.completion.done"}`` or an Error object, then closes. The frames go through the same
-sans-io `ChunkDecoder` as server-sent events, so chunks, errors, the idle timeout and the
-deadline behave alike on both transports.
+Frames: the client sends one JSON message, the body of a chat completion request; the server
+sends ``chat.completion.chunk`` objects, then ``{"object": "chat.completion.done"}`` or an
+Error object, then closes. The frames go through the same sans-io `ChunkDecoder` as
+server-sent events, so chunks, errors, the timeouts and the deadline behave alike on both.
+
+Opening a socket is an exchange of the request path (`open_socket`, driven by the pipeline
+like any call): the client-side rate limit, a concurrency slot, the handshake (a refusal with
+a status is the same typed error as an HTTP reply, retried by the same rules), and the frames
+up to the first chunk; after that, `ChatSocket` / `AsyncChatSocket` read the rest.
 
 The credential travels as the subprotocol pair (``Authorization``, key). A subprotocol may
-hold only token characters (RFC 6455, RFC 2616: letters, digits and ``!#$%&'*+-.^_`|~``), so
-a key with others (``/``, ``=``, ...) is sent as an ``Authorization: Bearer`` header instead.
-The request is built by the pipeline's pure `BasePipeline.build_request` (headers, options,
-``extra_body``), so a socket carries what an HTTP call would. Needs the ``websockets``
+hold only token characters (letters, digits and ``!#$%&'*+-.^_`|~``), so a key with others
+(``/``, ``=``, ...) is sent as an ``Authorization: Bearer`` header instead. The ``websockets``
+logger is handed a view that writes the key as ``<redacted>``. Needs the ``websockets``
 package (``pip install 'aigateway[ws]'``); the async socket runs on asyncio.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
-from collections.abc import AsyncGenerator, Generator, Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Callable, Generator, MutableMapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import httpx
 
-from ._http import APICall, BasePipeline, make_status_error
+from ._classify import status_error
+from ._http import APICall, Close, Flow, Pipeline, Slot
 from ._optional import require
-from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator, chunk_decoder
-from .errors import APIConnectionError, APIError, IncompleteStreamError
+from ._retry import set_attempts
+from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator
+from .errors import APIConnectionError, APIError, StreamConnectionError
 
 if TYPE_CHECKING:
     from .types.chat import ChatCompletionChunk
 
-__all__ = ["AsyncChatSocket", "ChatSocket", "handshake", "websocket_url"]
+__all__ = ["AsyncChatSocket", "ChatSocket", "handshake", "open_socket", "websocket_url"]
 
 AUTH_SUBPROTOCOL = "Authorization"
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
@@ -68,161 +73,262 @@ def handshake(request: httpx.Request) -> tuple[list[str], dict[str, str]]:
     scheme, _, key = authorization.partition(" ")
     if scheme.lower() == "bearer" and _TOKEN.fullmatch(key):
         return [AUTH_SUBPROTOCOL, key], headers
-    headers["Authorization"] = authorization
+    if authorization:
+        headers["Authorization"] = authorization
     return [], headers
 
 
-class _SocketBase:
-    """What both sockets share: the request, the frame decoder, translating failures."""
+class _RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """The ``websockets`` logger, with the key replaced by ``<redacted>`` in every line (its
+    DEBUG lines show the handshake's headers)."""
 
-    _closed_type: type[Exception]
+    def __init__(self, secret: str) -> None:
+        super().__init__(logging.getLogger("websockets.client"), {})
+        self._secret = secret
 
-    def __init__(self, pipeline: BasePipeline, call: APICall[Any]) -> None:
-        request = pipeline.build_request(replace(call, method="GET", path="stream"))
-        self.url = websocket_url(request.url)
-        self.request = httpx.Request("GET", self.url, headers=request.headers)
-        self._message = request.content.decode("utf-8")
-        self._subprotocols, self._headers = handshake(request)
-        self._user_agent = request.headers.get("user-agent")
-        timeout = request.extensions.get("timeout", {})
-        self._open_timeout: float | None = timeout.get("connect")
-        response = httpx.Response(101, request=self.request)
-        self._decoder: ChunkDecoder[ChatCompletionChunk] = chunk_decoder(
-            call.parse, response, call.options
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if self.isEnabledFor(level):
+            msg = self._redact(msg)
+            super().log(level, msg, *(self._redact(arg) for arg in args), **kwargs)
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        return msg, kwargs
+
+    def _redact(self, value: object) -> object:
+        if not self._secret:
+            return value
+        text = value if isinstance(value, str) else str(value)
+        return text.replace(self._secret, "<redacted>") if self._secret in text else value
+
+
+# The socket's own I/O, performed by the pipeline's drivers (`perform` sync, `aperform` async).
+class Connect(NamedTuple):
+    url: str
+    options: dict[str, Any]
+
+    def perform(self) -> Any:
+        client = require("websockets.sync.client", "ws", "WebSocket streaming")
+        # entered by hand: the connection lives on in the socket, closed by its close()
+        return client.connect(self.url, **self.options).__enter__()
+
+    async def aperform(self) -> Any:
+        client = require("websockets.asyncio.client", "ws", "WebSocket streaming")
+        return await client.connect(self.url, **self.options)
+
+
+class SendText(NamedTuple):
+    connection: Any
+    text: str
+
+    def perform(self) -> None:
+        self.connection.send(self.text)
+
+    async def aperform(self) -> None:
+        await self.connection.send(self.text)
+
+
+class Receive(NamedTuple):
+    """The next frame; `TimeoutError` after ``timeout`` seconds (None: no limit)."""
+
+    connection: Any
+    timeout: float | None
+
+    def perform(self) -> str | bytes:
+        message: str | bytes = self.connection.recv(timeout=self.timeout)
+        return message
+
+    async def aperform(self) -> str | bytes:
+        with anyio.fail_after(self.timeout):
+            message: str | bytes = await self.connection.recv()
+        return message
+
+
+def open_socket(
+    pipeline: Pipeline, call: APICall[Any], request: httpx.Request, attempts: int, slot: Slot
+) -> Flow[Any]:
+    """The exchange of a WebSocket call: handshake, send the request, read up to the first
+    chunk; a refusal or a failure before that chunk is an error the retry policy judges."""
+    exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
+    url = websocket_url(request.url)
+    subprotocols, headers = handshake(request)
+    authorization = request.headers.get("authorization", "")
+    socket_request = httpx.Request("GET", url, headers=request.headers)
+    options = {
+        "subprotocols": subprotocols or None,
+        "additional_headers": headers,
+        "user_agent_header": request.headers.get("user-agent"),
+        "open_timeout": request.extensions.get("timeout", {}).get("connect"),
+        "max_size": _MAX_FRAME,
+        # no flow control: with a full queue websockets stops reading, and a socket left
+        # early would then wait 10 s for a close frame stuck behind unread chunks
+        "max_queue": None,
+        "logger": _RedactingLogger(authorization.partition(" ")[2]),
+    }
+    timer = pipeline.stream_timeouts(call).timer(pipeline.retry.monotonic)
+    try:
+        connection = yield Connect(url, options)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise set_attempts(_open_error(exc, socket_request), attempts) from exc
+    decoder: ChunkDecoder[ChatCompletionChunk] = ChunkDecoder(
+        call.parse, httpx.Response(101, request=socket_request), timer=timer
+    )
+    head: list[ChatCompletionChunk] = []
+    try:
+        # a close here is not the end: the frames the server sent before closing say why
+        with contextlib.suppress(exceptions.ConnectionClosed):
+            yield SendText(connection, request.content.decode("utf-8"))
+        while not head and not decoder.done:
+            try:
+                message = yield Receive(connection, decoder.next_wait())
+            except TimeoutError as exc:
+                raise decoder.stalled() from exc
+            except exceptions.ConnectionClosed as exc:  # before any data: a failed attempt
+                raise APIConnectionError(_closed_early(exc), request=socket_request) from exc
+            frame_chunk = decoder.feed_frame(message)
+            if frame_chunk is not None:
+                head.append(frame_chunk)
+    except BaseException:
+        yield Close(connection)
+        raise
+    socket_type = AsyncChatSocket if pipeline.asynchronous else ChatSocket
+    return socket_type(connection, decoder, head, pipeline.state.observe, slot.take())
+
+
+def _open_error(exc: Exception, request: httpx.Request) -> APIError:
+    """The error for a handshake that failed: the status error when the server answered."""
+    response: Any = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int):
+        reply = httpx.Response(
+            status,
+            headers=list(response.headers.raw_items()),
+            content=bytes(getattr(response, "body", b"") or b""),
+            request=request,
         )
-        self._observe = pipeline.state.observe
-        self._response = response
+        return status_error(reply)
+    return APIConnectionError(
+        f"could not open the WebSocket {request.url}: {exc!r}", request=request
+    )
+
+
+def _closed_early(exc: Exception) -> str:
+    frame = getattr(exc, "rcvd", None)
+    if frame is not None:
+        return (
+            f"the server closed the WebSocket ({frame.code} {frame.reason!r}) before the done frame"
+        )
+    return f"the WebSocket was cut before the done frame ({exc!r})"
+
+
+class _SocketBase:
+    """What both sockets share: the connection, the frame decoder, the chunks read ahead."""
+
+    def __init__(
+        self,
+        connection: Any,
+        decoder: ChunkDecoder[ChatCompletionChunk],
+        head: list[ChatCompletionChunk],
+        observe: Callable[[httpx.Response, object], None],
+        on_close: Callable[[], None] | None,
+    ) -> None:
+        self._connection = connection
+        self._decoder = decoder
+        self._head = head
+        self._observe = observe
+        self._on_close = on_close
+        self._exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
+        self.request = decoder.response.request
+        self.url = str(self.request.url)
 
     @property
     def received(self) -> int:
         """How many chunks have arrived so far."""
         return self._decoder.received
 
-    def _connect_options(self) -> dict[str, Any]:
-        return {
-            "subprotocols": self._subprotocols or None,
-            "additional_headers": self._headers,
-            "user_agent_header": self._user_agent,
-            "open_timeout": self._open_timeout,
-            "max_size": _MAX_FRAME,
-            # no flow control: with a full queue websockets stops reading, and a socket left
-            # early would then wait 10 s for a close frame stuck behind unread chunks
-            "max_queue": None,
-        }
-
-    def _open_error(self, exc: Exception) -> APIError:
-        """The error for a handshake that failed: a status error when the server answered."""
-        response: Any = getattr(exc, "response", None)
-        status = getattr(response, "status_code", None)
-        if isinstance(status, int):
-            reply = httpx.Response(
-                status,
-                headers=list(response.headers.raw_items()),
-                content=bytes(getattr(response, "body", b"") or b""),
-                request=self.request,
-            )
-            reply.read()
-            return make_status_error(reply)
-        error = APIConnectionError(
-            f"could not open the WebSocket {self.url}: {exc!r}", request=self.request
-        )
-        error.__cause__ = exc
-        return error
-
-    def _closed_early(self, exc: Exception) -> IncompleteStreamError:
-        """The error for a connection closed before the done frame."""
-        frame = getattr(exc, "rcvd", None)
-        why = (
-            f"the server closed the WebSocket ({frame.code} {frame.reason!r}) before the done frame"
-            if frame is not None
-            else f"the WebSocket was cut before the done frame ({exc!r})"
-        )
-        error = self._decoder.incomplete(why)
-        error.__cause__ = exc
-        return error
-
-    @contextlib.contextmanager
-    def _receiving(self) -> Iterator[None]:
-        """Around a wait for a frame: a timeout is a stall, a close before the done frame a cut."""
-        try:
-            yield
-        except TimeoutError as exc:
-            raise self._decoder.stalled() from exc
-        except self._closed_type as exc:
-            raise self._closed_early(exc) from exc
-
     def _take(self, message: str | bytes) -> ChatCompletionChunk | None:
         chunk = self._decoder.feed_frame(message)
         if chunk is not None and chunk.remaining_credits is not None:
-            self._observe(self._response, chunk)
+            self._observe(self._decoder.response, chunk)
         return chunk
+
+    def _read_ahead(self) -> list[ChatCompletionChunk]:
+        head, self._head = self._head, []
+        for chunk in head:
+            if chunk.remaining_credits is not None:
+                self._observe(self._decoder.response, chunk)
+        return head
+
+    def _failure(self, exc: BaseException) -> APIError | None:
+        """Our error for a failed wait for a frame: a stall, or a close before the done frame."""
+        if isinstance(exc, TimeoutError):
+            return self._decoder.stalled()
+        if isinstance(exc, self._exceptions.ConnectionClosed | OSError):
+            return self._decoder.incomplete(_closed_early(exc), StreamConnectionError)
+        return None
+
+    def _closed(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 class ChatSocket(_SocketBase, SyncChunkIterator["ChatCompletionChunk"]):
     """A chat completion streamed over the WebSocket: iterate it for the chunks; use it in a
     ``with`` block, which closes the connection."""
 
-    def __init__(self, pipeline: BasePipeline, call: APICall[Any]) -> None:
-        super().__init__(pipeline, call)
-        client = require("websockets.sync.client", "ws", "WebSocket streaming")
-        exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
-        self._closed_type = exceptions.ConnectionClosed
-        try:
-            # entered by hand: the connection lives on in this object, closed by close()
-            self._connection = client.connect(self.url, **self._connect_options()).__enter__()
-        except (OSError, TimeoutError, exceptions.WebSocketException) as exc:
-            raise self._open_error(exc) from exc
-        with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
-            self._connection.send(self._message)
-
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         decoder = self._decoder
         try:
+            yield from self._read_ahead()
             while not decoder.done:
-                with self._receiving():
+                try:
                     message = self._connection.recv(timeout=decoder.next_wait())
+                except Exception as exc:
+                    error = self._failure(exc)
+                    if error is None:
+                        raise
+                    raise error from exc
                 chunk = self._take(message)
                 if chunk is not None:
                     yield chunk
         finally:
-            self._connection.close()
+            self._release()
 
     def _release(self) -> None:
-        self._connection.close()
+        try:
+            self._connection.close()
+        finally:
+            self._closed()
 
 
 class AsyncChatSocket(_SocketBase, AsyncChunkIterator["ChatCompletionChunk"]):
     """`ChatSocket` for async code (asyncio): ``async for`` and ``async with``."""
 
-    _connection: Any
-
-    @classmethod
-    async def open(cls, pipeline: BasePipeline, call: APICall[Any]) -> AsyncChatSocket:
-        """Connect and send the request."""
-        socket = cls(pipeline, call)
-        client = require("websockets.asyncio.client", "ws", "WebSocket streaming")
-        exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
-        socket._closed_type = exceptions.ConnectionClosed
-        try:
-            socket._connection = await client.connect(socket.url, **socket._connect_options())
-        except (OSError, TimeoutError, exceptions.WebSocketException) as exc:
-            raise socket._open_error(exc) from exc
-        with contextlib.suppress(exceptions.ConnectionClosed):  # its frames say why: read them
-            await socket._connection.send(socket._message)
-        return socket
-
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         decoder = self._decoder
         try:
+            for early in self._read_ahead():
+                yield early
             while not decoder.done:
-                with self._receiving(), anyio.fail_after(decoder.next_wait()):
-                    message = await self._connection.recv()
+                try:
+                    with anyio.fail_after(decoder.next_wait()):
+                        message = await self._connection.recv()
+                except Exception as exc:
+                    error = self._failure(exc)
+                    if error is None:
+                        raise
+                    raise error from exc
                 chunk = self._take(message)
                 if chunk is not None:
                     yield chunk
         finally:
             with anyio.CancelScope(shield=True):
-                await self._connection.close()
+                await self._release()
 
     async def _release(self) -> None:
-        await self._connection.close()
+        try:
+            await self._connection.close()
+        finally:
+            self._closed()

@@ -1,19 +1,20 @@
-"""What every resource shares: access to the client's pipeline, keyword checking, raw twins."""
+"""What every resource shares: the client's pipeline, keyword checking, raw and streaming twins."""
 
 from __future__ import annotations
 
 import copy
 import difflib
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar, get_origin, get_type_hints
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints
 
 from typing_extensions import ParamSpec, Required
 
 if TYPE_CHECKING:
-    from .._client import AsyncClient, Client
-    from .._http import APICall, RawResponse
+    from .._http import APICall, AsyncPipeline, RawResponse, SyncPipeline
+    from .._response import AsyncStreamedResponse, StreamedResponse
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,6 +26,7 @@ OPTION_KEYS = (
     "timeout",
     "max_retries",
     "idempotency_key",
+    "stream_first_event_timeout",
     "stream_idle_timeout",
     "stream_deadline",
 )
@@ -40,36 +42,43 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-class SyncResource:
-    """A group of endpoints on a `Client`."""
+class _Resource:
+    _reply: dict[str, bool] = {}
+    """How calls hand back their reply: ``{"raw": True}`` for ``with_raw_response`` twins,
+    ``{"streamed": True}`` for ``with_streaming_response`` twins; empty for the parsed result."""
 
-    _raw = False
+    def _shaped(self, call: APICall[Any]) -> APICall[Any]:
+        return replace(call, **self._reply) if self._reply else call  # type: ignore[arg-type]
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+
+class SyncResource(_Resource):
+    """A group of endpoints on a `Client`, around its pipeline."""
+
+    def __init__(self, pipeline: SyncPipeline) -> None:
+        self._pipeline = pipeline
 
     def _request(self, call: APICall[Any]) -> Any:
-        return self._client._pipeline.request(replace(call, raw=self._raw) if self._raw else call)
+        return self._pipeline.request(self._shaped(call))
 
 
-class AsyncResource:
-    """A group of endpoints on an `AsyncClient`."""
+class AsyncResource(_Resource):
+    """A group of endpoints on an `AsyncClient`, around its pipeline."""
 
-    _raw = False
-
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
+    def __init__(self, pipeline: AsyncPipeline) -> None:
+        self._pipeline = pipeline
 
     async def _request(self, call: APICall[Any]) -> Any:
-        return await self._client._pipeline.request(
-            replace(call, raw=self._raw) if self._raw else call
-        )
+        return await self._pipeline.request(self._shaped(call))
+
+
+def _twin_method(method: Callable[..., Any], **reply: bool) -> Any:
+    resource = copy.copy(method.__self__)  # type: ignore[attr-defined]
+    resource._reply = reply
+    return getattr(resource, method.__name__)
 
 
 def _raw_twin_method(method: Callable[..., Any]) -> Any:
-    resource = copy.copy(method.__self__)  # type: ignore[attr-defined]
-    resource._raw = True
-    return getattr(resource, method.__name__)
+    return _twin_method(method, raw=True)
 
 
 def raw_twin(method: Callable[P, R]) -> Callable[P, RawResponse[R]]:
@@ -86,6 +95,49 @@ def async_raw_twin(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R
     """`raw_twin` for the coroutine methods of async resources."""
     twin: Callable[P, Awaitable[RawResponse[R]]] = _raw_twin_method(method)
     return twin
+
+
+def streaming_twin(method: Callable[P, Any]) -> Callable[P, StreamedResponse]:
+    """The same method, returning the `StreamedResponse`: status and headers at once, the body
+    unread until you read it (in a ``with`` block, which closes the connection)."""
+    twin: Callable[P, StreamedResponse] = _twin_method(method, streamed=True)
+    return twin
+
+
+def async_streaming_twin(
+    method: Callable[P, Awaitable[Any]],
+) -> Callable[P, Awaitable[AsyncStreamedResponse]]:
+    """`streaming_twin` for the coroutine methods of async resources."""
+    twin: Callable[P, Awaitable[AsyncStreamedResponse]] = _twin_method(method, streamed=True)
+    return twin
+
+
+class Opening(Generic[R]):
+    """A stream or socket being opened: ``async with`` it (closed on leaving), or ``await`` it.
+
+    Nothing is sent until one of the two happens, so an unused opening leaves nothing behind.
+    """
+
+    def __init__(self, open_: Callable[[], Awaitable[R]]) -> None:
+        self._open = open_
+        self._opened: R | None = None
+
+    def __await__(self) -> Generator[Any, None, R]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> R:
+        self._opened = await self._open()
+        entered: R = await self._opened.__aenter__()  # type: ignore[attr-defined]
+        return entered
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._opened is not None:
+            await self._opened.__aexit__(exc_type, exc, tb)  # type: ignore[attr-defined]
 
 
 def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

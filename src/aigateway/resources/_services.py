@@ -33,9 +33,9 @@ from ._base import (
 )
 
 if TYPE_CHECKING:
-    from .._client import AsyncClient, Client
     from .._http import RawResponse
     from ..types.chat_params import RequestOptions
+    from ..types.services import Fetch
 
 __all__ = [
     "AsyncServiceResource",
@@ -93,11 +93,11 @@ def _model_violation(model: object) -> Violation | None:
 _MISSING: Any = object()
 
 
-def _bound_result(result_type: type[R], client: Client | AsyncClient, content: bytes) -> R:
-    """Parse a reply; files in it are fetched later with ``client``."""
+def _bound_result(result_type: type[R], fetch: Fetch, content: bytes) -> R:
+    """Parse a reply; a file in it is fetched later with ``fetch`` (the client's pipeline)."""
     result = result_type.model_validate_json(content)
     if isinstance(result, MediaFile):
-        result.bind(client)
+        result.bind(fetch)
     return result
 
 
@@ -105,7 +105,7 @@ def run_call(
     model: str,
     inputs: Mapping[str, Any],
     result_type: type[R],
-    client: Client | AsyncClient,
+    fetch: Fetch,
     options: RequestOptions,
     *,
     side_effect: bool,
@@ -122,7 +122,7 @@ def run_call(
     return APICall(
         "POST",
         path,
-        parse=partial(_bound_result, result_type, client),
+        parse=partial(_bound_result, result_type, fetch),
         body=encoded,
         options=options,
         side_effect=side_effect,
@@ -130,7 +130,7 @@ def run_call(
 
 
 def build_service_call(
-    method: ServiceMethod[R], params: Mapping[str, Any], client: Client | AsyncClient
+    method: ServiceMethod[R], params: Mapping[str, Any], fetch: Fetch
 ) -> APICall[R]:
     """Check a typed method's keywords and describe its call; raises before anything is sent."""
     check_keywords(params, method.keywords, method.name)
@@ -150,13 +150,18 @@ def build_service_call(
         raise InvalidRequestError(violations)
     wire = {**method.adapter.dump_python(inputs, mode="json"), **extra_inputs}
     return run_call(
-        model, wire, method.result, client, cast("RequestOptions", options),
-        side_effect=method.side_effect, path=method.path,
-    )  # fmt: skip
+        model,
+        wire,
+        method.result,
+        fetch,
+        cast("RequestOptions", options),
+        side_effect=method.side_effect,
+        path=method.path,
+    )
 
 
 def build_run_call(
-    model: str, inputs: Mapping[str, Any], options: RequestOptions, client: Client | AsyncClient
+    model: str, inputs: Mapping[str, Any], options: RequestOptions, fetch: Fetch
 ) -> APICall[RunResult]:
     """``client.run(model, inputs)``: any service. Top-level file values (bytes, paths as
     `os.PathLike`, binary file objects) are encoded as ``data:`` URLs."""
@@ -173,20 +178,23 @@ def build_run_call(
         )
     if violations:
         raise InvalidRequestError(violations)
-    encoded = {
-        name: value if isinstance(value, (str, int, float, bool, list, dict, type(None)))
-        else encode_file(value, f"inputs.{name}")
-        for name, value in inputs.items()
-    }  # fmt: skip
+    encoded = {name: _encoded_input(name, value) for name, value in inputs.items()}
     # A service unknown to the SDK may act on the world: retried only with an idempotency key.
-    return run_call(model, encoded, RunResult, client, options, side_effect=True)
+    return run_call(model, encoded, RunResult, fetch, options, side_effect=True)
+
+
+def _encoded_input(name: str, value: object) -> object:
+    """A top-level input as the wire carries it: JSON values as they are, files as URLs."""
+    if isinstance(value, str | int | float | bool | list | dict | None):
+        return value
+    return encode_file(value, f"inputs.{name}")
 
 
 class ServiceResource(SyncResource):
     """A group of service methods on a `Client`."""
 
     def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
-        return cast("R", self._request(build_service_call(method, params, self._client)))
+        return cast("R", self._request(build_service_call(method, params, self._pipeline.fetch)))
 
     @cached_property
     def with_raw_response(self) -> RawResponses:
@@ -198,7 +206,9 @@ class AsyncServiceResource(AsyncResource):
     """A group of service methods on an `AsyncClient`."""
 
     async def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
-        return cast("R", await self._request(build_service_call(method, params, self._client)))
+        return cast(
+            "R", await self._request(build_service_call(method, params, self._pipeline.fetch))
+        )
 
     @cached_property
     def with_raw_response(self) -> AsyncRawResponses:

@@ -24,12 +24,15 @@ from ..types.chat_params import (
 )
 from ._base import (
     AsyncResource,
+    Opening,
     SyncResource,
     async_raw_twin,
+    async_streaming_twin,
     check_keywords,
     keyword_signature,
     raw_twin,
     split_options,
+    streaming_twin,
 )
 
 if TYPE_CHECKING:
@@ -93,9 +96,11 @@ def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APIC
 
 
 def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
-    """The checked request of ``connect``: a chat body (no ``stream`` field) parsed as chunks."""
+    """The checked request of ``connect``: a chat body (no ``stream`` field) sent over the
+    WebSocket endpoint, its frames parsed as chunks."""
     check_keywords(params, _STREAM_KEYWORDS, "chat.completions.connect")
-    return replace(build_create_call(params), parse=parse_chunk)
+    call = build_create_call(params)
+    return replace(call, method="GET", path="stream", parse=parse_chunk, websocket=True)
 
 
 class Completions(SyncResource):
@@ -145,14 +150,19 @@ class Completions(SyncResource):
         ``with client.chat.completions.connect(...) as socket: for chunk in socket: ...``;
         the same chunks as ``create(stream=True)``. Needs ``pip install 'aigateway[ws]'``.
         """
-        from .._websocket import ChatSocket
-
-        return ChatSocket(self._client._pipeline, build_socket_call(params))
+        socket: ChatSocket = self._request(build_socket_call(params))
+        return socket
 
     @cached_property
     def with_raw_response(self) -> CompletionsWithRawResponse:
         """The same methods, returning the raw response (status, headers, attempts) too."""
         return CompletionsWithRawResponse(self)
+
+    @cached_property
+    def with_streaming_response(self) -> CompletionsWithStreamingResponse:
+        """The same methods, returning the reply with its body unread: ``with
+        ...with_streaming_response.create(...) as response: response.iter_lines()``."""
+        return CompletionsWithStreamingResponse(self)
 
 
 class AsyncCompletions(AsyncResource):
@@ -185,34 +195,50 @@ class AsyncCompletions(AsyncResource):
         return result
 
     @keyword_signature(ChatCompletionStreamParams)
-    async def stream(
+    def stream(
         self, **params: Unpack[ChatCompletionStreamParams]
-    ) -> AsyncChatCompletionStream:
+    ) -> Opening[AsyncChatCompletionStream]:
         """Stream a chat completion and add it up as it comes.
 
-        ``async with await client.chat.completions.stream(...) as s``, then
+        ``async with client.chat.completions.stream(...) as s`` (or ``s = await ...``), then
         ``async for text in s.text_stream`` and ``await s.get_final_completion()``.
-        A non-2xx reply raises here, before iteration.
+        Bad arguments raise at once; a non-2xx reply raises on entering, before iteration.
         """
         from .._chat_stream import AsyncChatCompletionStream
 
-        return AsyncChatCompletionStream(await self._request(build_stream_call(params)))
+        call = build_stream_call(params)
+
+        async def open_stream() -> AsyncChatCompletionStream:
+            return AsyncChatCompletionStream(await self._request(call))
+
+        return Opening(open_stream)
 
     @keyword_signature(ChatCompletionStreamParams)
-    async def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> AsyncChatSocket:
+    def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> Opening[AsyncChatSocket]:
         """Stream a chat completion over the WebSocket endpoint (``/v1/stream``), on asyncio.
 
-        ``async with await client.chat.completions.connect(...) as socket:
-        async for chunk in socket: ...``. Needs ``pip install 'aigateway[ws]'``.
+        ``async with client.chat.completions.connect(...) as socket:
+        async for chunk in socket: ...`` (or ``socket = await ...``). Needs
+        ``pip install 'aigateway[ws]'``.
         """
-        from .._websocket import AsyncChatSocket
+        call = build_socket_call(params)
 
-        return await AsyncChatSocket.open(self._client._pipeline, build_socket_call(params))
+        async def open_socket() -> AsyncChatSocket:
+            socket: AsyncChatSocket = await self._request(call)
+            return socket
+
+        return Opening(open_socket)
 
     @cached_property
     def with_raw_response(self) -> AsyncCompletionsWithRawResponse:
         """The same methods, returning the raw response (status, headers, attempts) too."""
         return AsyncCompletionsWithRawResponse(self)
+
+    @cached_property
+    def with_streaming_response(self) -> AsyncCompletionsWithStreamingResponse:
+        """The same methods, returning the reply with its body unread: ``async with
+        ...with_streaming_response.create(...) as response: response.iter_lines()``."""
+        return AsyncCompletionsWithStreamingResponse(self)
 
 
 class CompletionsWithRawResponse:
@@ -225,12 +251,22 @@ class AsyncCompletionsWithRawResponse:
         self.create = async_raw_twin(completions.create)
 
 
+class CompletionsWithStreamingResponse:
+    def __init__(self, completions: Completions) -> None:
+        self.create = streaming_twin(completions.create)
+
+
+class AsyncCompletionsWithStreamingResponse:
+    def __init__(self, completions: AsyncCompletions) -> None:
+        self.create = async_streaming_twin(completions.create)
+
+
 class Chat(SyncResource):
     """``client.chat``: the chat endpoints."""
 
     @cached_property
     def completions(self) -> Completions:
-        return Completions(self._client)
+        return Completions(self._pipeline)
 
 
 class AsyncChat(AsyncResource):
@@ -238,4 +274,4 @@ class AsyncChat(AsyncResource):
 
     @cached_property
     def completions(self) -> AsyncCompletions:
-        return AsyncCompletions(self._client)
+        return AsyncCompletions(self._pipeline)

@@ -35,7 +35,9 @@ class Run(SyncResource):
         A ``model`` that is not a non-empty string, or ``inputs`` that is not a dict, raises
         `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
         """
-        result: RunResult = self._request(build_run_call(model, inputs, options, self._client))
+        result: RunResult = self._request(
+            build_run_call(model, inputs, options, self._pipeline.fetch)
+        )
         return result
 
     __call__ = create
@@ -58,7 +60,7 @@ class AsyncRun(AsyncResource):
         `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
         """
         result: RunResult = await self._request(
-            build_run_call(model, inputs, options, self._client)
+            build_run_call(model, inputs, options, self._pipeline.fetch)
         )
         return result
 

@@ -178,11 +178,15 @@ class RequestOptions(TypedDict, total=False):
     idempotency_key: str
     """Sent as ``Idempotency-Key`` and reused across this call's retries, so the gateway
     performs the call at most once; calls that act on the world are retried only with one."""
+    stream_first_event_timeout: float | None
+    """Streams only: seconds from sending the request to the first event before the attempt
+    fails with `StreamTimeoutError` (retried, since nothing reached you yet); the idle timeout
+    when unset."""
     stream_idle_timeout: float | None
     """Streams only: seconds without an event (keep-alive comments do not count) before the
     stream raises `StreamTimeoutError`; 300 by default, None for no limit."""
     stream_deadline: float | None
-    """Streams only: seconds the whole stream may take, from its first byte; no limit by
+    """Streams only: seconds the whole stream may take, from sending the request; no limit by
     default."""
 
 

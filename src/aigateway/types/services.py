@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, PrivateAttr, model_validator
 
@@ -35,7 +37,6 @@ from .files import decode_data_url
 if TYPE_CHECKING:
     import os
 
-    from .._client import AsyncClient, Client
 
 __all__ = [
     "DatabaseResult",
@@ -109,18 +110,24 @@ class RunResult(CreditsMixin, GatewayModel):
         return data
 
 
+Fetch = Union[Callable[[str], bytes], Callable[[str], Awaitable[bytes]]]
+"""How a file result gets its bytes: ``fetch(url)``, blocking or awaitable (the pipeline of the
+client that made the call, with its retries, timeouts and connection pool)."""
+
+
 class MediaFile(BaseModel):
     """A result that is a file at a URL (``data:`` or ``http(s)``): read it, save it, show it.
 
     ``read()`` and ``save(path)`` fetch an http URL with the `Client` that made the call (its
     timeout, retries and connection pool; the API key goes only to the gateway's own host);
     results of an `AsyncClient` use ``await aread()`` / ``await asave(path)``. ``data:`` URLs
-    decode locally. The bytes are kept after the first read.
+    decode locally. The bytes are kept after the first read. Showing a result (its repr, in a
+    notebook) never fetches anything.
     """
 
     _url_field: ClassVar[str] = "url"
     _media_kind: ClassVar[str] = "file"
-    _client: Client | AsyncClient | None = PrivateAttr(default=None)
+    _fetch: Fetch | None = PrivateAttr(default=None)
     _content: bytes | None = PrivateAttr(default=None)
 
     @property
@@ -129,9 +136,10 @@ class MediaFile(BaseModel):
         url: str = getattr(self, self._url_field)
         return url
 
-    def bind(self, client: Client | AsyncClient) -> None:
-        """Fetch this file with ``client`` (done for you on results a client returned)."""
-        self._client = client
+    def bind(self, fetch: Fetch) -> None:
+        """Fetch this file with ``fetch(url)``, a function returning its bytes or an awaitable
+        of them (done for you on results a client returned)."""
+        self._fetch = fetch
 
     def _decoded(self) -> bytes | None:
         try:
@@ -143,27 +151,28 @@ class MediaFile(BaseModel):
             ) from None
         return None if decoded is None else decoded[0]
 
-    def _pipeline(self, want_async: bool) -> Any:
-        from .._http import AsyncPipeline
-
-        client = self._client
-        if client is None:
+    def _fetcher(self, want_async: bool) -> Any:
+        fetch = self._fetch
+        if fetch is None:
             raise TypeError(
                 f"this result is not bound to a client, so {self.file_url!r} cannot be fetched; "
-                "call result.bind(client) first"
+                "call result.bind(fetch) first"
             )
-        pipeline = client._pipeline
-        if isinstance(pipeline, AsyncPipeline) != want_async:
-            hint = "await result.aread() / asave()" if not want_async else "result.read() / save()"
-            raise TypeError(f"this result came from a {type(client).__name__}; use {hint}")
-        return pipeline
+        if inspect.iscoroutinefunction(fetch) != want_async:
+            maker, use = (
+                ("a Client", "result.read() / save()")
+                if want_async
+                else ("an AsyncClient", "await result.aread() / asave()")
+            )
+            raise TypeError(f"this result came from {maker}; use {use}")
+        return fetch
 
     def read(self) -> bytes:
         """The file's bytes (fetched once, then kept)."""
         if self._content is None:
             decoded = self._decoded()
             if decoded is None:
-                decoded = self._pipeline(want_async=False).request(_fetch_call(self.file_url))
+                decoded = self._fetcher(want_async=False)(self.file_url)
             self._content = decoded
         return self._content
 
@@ -172,8 +181,7 @@ class MediaFile(BaseModel):
         if self._content is None:
             decoded = self._decoded()
             if decoded is None:
-                pipeline = self._pipeline(want_async=True)
-                decoded = await pipeline.request(_fetch_call(self.file_url))
+                decoded = await self._fetcher(want_async=True)(self.file_url)
             self._content = decoded
         return self._content
 
@@ -192,12 +200,13 @@ class MediaFile(BaseModel):
         return Path(path)
 
     def _available_bytes(self) -> bytes | None:
-        """The bytes if they can be had without awaiting; None when they cannot (or fail)."""
+        """The bytes if they are here already (read before, or a ``data:`` URL), else None:
+        a repr never makes a request."""
         if self._content is not None:
             return self._content
         try:
-            return self.read()
-        except Exception:  # a repr must not raise: fall back to the URL
+            return self._decoded()
+        except APIResponseValidationError:  # a repr must not raise: fall back to the URL
             return None
 
     def _repr_html_(self) -> str | None:
@@ -214,12 +223,6 @@ class MediaFile(BaseModel):
         if self._media_kind == "image":
             return f'<img src="{src}" alt="generated image"/>'
         return f'<a href="{src}">{html.escape(self.file_url[:80])}</a>'
-
-
-def _fetch_call(url: str) -> Any:
-    from .._http import APICall
-
-    return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})
 
 
 def _mime_of(content: bytes, kind: str) -> str:

@@ -24,7 +24,7 @@ import httpx
 
 from ._clock import MockClock
 from ._faults import ConnectionDropped, FaultyResponse
-from ._pacing import PacedBody, StreamPacing, aiter_body, held_pacing
+from ._pacing import PacedBody, StreamPacing, held_pacing
 from ._wire import MockResponse
 
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ def _close(body: object) -> None:
 
 class _Delivered:
     """A streamed body with its waits acted out and its connection cuts turned into httpx
-    errors."""
+    errors. Both transports read the body with ``next``: its pacing is held, so reading it
+    never waits, and only the waits here (``async_sleep`` on the async side) take time."""
 
     def __init__(
         self,
@@ -135,12 +136,11 @@ class _Delivered:
             raise self._failed(exc) from exc
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        events = aiter_body(self._body).__aiter__()
         while True:
             try:
                 await self._silence_before_chunk().apass_by(self._clock, self._pacing)
-                chunk = await events.__anext__()
-            except StopAsyncIteration:
+                chunk = next(self._body)
+            except StopIteration:
                 return
             except (ConnectionDropped, httpx.ReadTimeout) as exc:
                 raise self._failed(exc) from exc

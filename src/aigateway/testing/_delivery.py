@@ -1,22 +1,30 @@
-"""Delivery faults acted out for httpx clients by the in-process transport.
+"""Delivery faults and stream pacing acted out for httpx clients by the in-process transport.
 
 The gateway's core stays sans-io: a fault is data on the reply (`FaultyResponse`) or a
 `ConnectionDropped` raised by a body iterator. Here they become what httpx raises over a real
 network: `httpx.RemoteProtocolError` for a connection closed before any reply,
-`httpx.ReadError` for one cut in a body, and `httpx.ReadTimeout` when a simulated delay is
-longer than the request's read timeout. Delays move the mock clock; nothing sleeps.
+`httpx.ReadError` for one cut in a body, and `httpx.ReadTimeout` when a wait is longer than the
+request's read timeout.
+
+Every wait before the reply or before a body chunk goes through `_silence`: an injected
+latency, a chunk latency, and the pacing's time to first token and token delay (the paced body
+is made in `held_pacing`, so it leaves its waits to this layer). A wait moves the mock clock;
+the pacing's share of it is also slept with the pacing's ``sleep`` (``async_sleep`` on the
+async transport), so paced demos still look paced. Past the read timeout, only the read timeout
+is waited, then `httpx.ReadTimeout` is raised and the body closed, as a socket would.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import httpx
 
 from ._clock import MockClock
 from ._faults import ConnectionDropped, FaultyResponse
-from ._pacing import aiter_body
+from ._pacing import PacedBody, StreamPacing, held_pacing
 from ._wire import MockResponse
 
 if TYPE_CHECKING:
@@ -25,8 +33,14 @@ if TYPE_CHECKING:
 __all__ = ["deliver", "mock_time_retry_policy"]
 
 
-def deliver(response: MockResponse, request: httpx.Request, clock: MockClock) -> MockResponse:
-    """The reply to hand to httpx, or the httpx error its delivery faults amount to."""
+def deliver(
+    handle: Callable[[], MockResponse], request: httpx.Request, clock: MockClock
+) -> MockResponse:
+    """The reply ``handle`` gives, to hand to httpx, or the httpx error its delivery amounts
+    to; a paced stream's waits are held for this layer to act out."""
+    with held_pacing() as held:
+        response = handle()
+    paced = held[-1] if held else None
     chunk_latency = 0.0
     if isinstance(response, FaultyResponse):
         if response.drop:
@@ -36,24 +50,53 @@ def deliver(response: MockResponse, request: httpx.Request, clock: MockClock) ->
             )
         if response.latency:
             try:
-                _wait(clock, response.latency, request)
+                _silence(request, response.latency).pass_by(clock)
             except httpx.ReadTimeout:
                 _close(response.body)
                 raise
         chunk_latency = response.chunk_latency
     if not isinstance(response.body, bytes):
-        response.body = _Delivered(response.body, request, clock, chunk_latency)
+        response.body = _Delivered(response.body, request, clock, chunk_latency, paced)
     return response
 
 
-def _wait(clock: MockClock, seconds: float, request: httpx.Request) -> None:
+@dataclass(frozen=True)
+class _Silence:
+    """A wait as a socket would see it: ``seconds`` pass on the mock clock, ``paced`` of them
+    are slept with the pacing's sleep, then ``timeout`` is raised if the read timed out."""
+
+    seconds: float
+    paced: float = 0.0
+    timeout: httpx.ReadTimeout | None = None
+
+    def pass_by(self, clock: MockClock, pacing: StreamPacing | None = None) -> None:
+        if self.paced and pacing is not None:
+            pacing.sleep(self.paced)
+        self._end(clock)
+
+    async def apass_by(self, clock: MockClock, pacing: StreamPacing | None) -> None:
+        if self.paced and pacing is not None:
+            await pacing.async_sleep(self.paced)
+        self._end(clock)
+
+    def _end(self, clock: MockClock) -> None:
+        if self.seconds:
+            clock.advance(self.seconds)
+        if self.timeout is not None:
+            raise self.timeout
+
+
+def _silence(request: httpx.Request, latency: float, paced: float = 0.0) -> _Silence:
+    """The wait for ``latency`` (injected, mock time only) plus ``paced`` seconds (pacing):
+    all of it, or only the request's read timeout when it is shorter."""
+    seconds = latency + paced
     read_timeout = request.extensions.get("timeout", {}).get("read")
-    if read_timeout is not None and seconds > read_timeout:
-        clock.advance(read_timeout)
-        raise httpx.ReadTimeout(
-            f"no data for {read_timeout} s (injected latency of {seconds} s)", request=request
-        )
-    clock.advance(seconds)
+    if read_timeout is None or seconds <= read_timeout:
+        return _Silence(seconds, paced)
+    timeout = httpx.ReadTimeout(
+        f"no data for {read_timeout} s (the mock gateway waits {seconds} s here)", request=request
+    )
+    return _Silence(read_timeout, min(paced, read_timeout), timeout)
 
 
 def _close(body: object) -> None:
@@ -63,41 +106,49 @@ def _close(body: object) -> None:
 
 
 class _Delivered:
-    """A streamed body with its delays and connection cuts turned into httpx errors."""
+    """A streamed body with its waits acted out and its connection cuts turned into httpx
+    errors. Both transports read the body with ``next``: its pacing is held, so reading it
+    never waits, and only the waits here (``async_sleep`` on the async side) take time."""
 
     def __init__(
-        self, body: Iterator[bytes], request: httpx.Request, clock: MockClock, latency: float
+        self,
+        body: Iterator[bytes],
+        request: httpx.Request,
+        clock: MockClock,
+        latency: float,
+        paced: PacedBody | None,
     ) -> None:
         self._body = body
         self._request = request
         self._clock = clock
         self._latency = latency
+        self._paced = paced
+        self._pacing = paced.pacing if paced is not None else None
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
         try:
-            self._wait_before_chunk()
+            self._silence_before_chunk().pass_by(self._clock, self._pacing)
             return next(self._body)
         except (ConnectionDropped, httpx.ReadTimeout) as exc:
             raise self._failed(exc) from exc
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        events = aiter_body(self._body).__aiter__()
         while True:
             try:
-                self._wait_before_chunk()
-                chunk = await events.__anext__()
-            except StopAsyncIteration:
+                await self._silence_before_chunk().apass_by(self._clock, self._pacing)
+                chunk = next(self._body)
+            except StopIteration:
                 return
             except (ConnectionDropped, httpx.ReadTimeout) as exc:
                 raise self._failed(exc) from exc
             yield chunk
 
-    def _wait_before_chunk(self) -> None:
-        if self._latency:
-            _wait(self._clock, self._latency, self._request)
+    def _silence_before_chunk(self) -> _Silence:
+        paced = self._paced.next_delay if self._paced is not None else 0.0
+        return _silence(self._request, self._latency, paced)
 
     def _failed(self, exc: Exception) -> Exception:
         """What the reader sees: a dropped connection is httpx's ReadError; the body is closed."""

@@ -3,22 +3,28 @@
 Off by default, so tests stay instant; demos turn it on to make streams look like a real
 model's (``MockGateway(time_to_first_token=0.4, token_delay=0.03)``). A paced body is an
 iterator of SSE events that waits before each one: with ``time.sleep`` when iterated
-synchronously (the sync httpx transport), with ``anyio.sleep`` when iterated with ``async for``
-(the async transport, the ASGI server), so an event loop is never blocked. Both sleeps can be
-replaced, to record the waits in tests instead of waiting.
+synchronously, with ``anyio.sleep`` when iterated with ``async for`` (the ASGI server), so an
+event loop is never blocked. Both sleeps can be replaced, to record the waits in tests instead
+of waiting.
+
+A body made inside `held_pacing` (the in-process transport does this) does not wait itself:
+its deliverer reads `PacedBody.next_delay` and acts the wait out, on the mock clock and within
+the request's read timeout, as a socket would.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
 
 from ._wire import MockResponse
 
-__all__ = ["PacedBody", "StreamPacing", "aiter_body", "paced"]
+__all__ = ["PacedBody", "StreamPacing", "aiter_body", "held_pacing", "paced"]
 
 
 @dataclass(frozen=True)
@@ -46,31 +52,59 @@ class StreamPacing:
         return self.time_to_first_token if index == 0 else self.token_delay
 
 
+_held: ContextVar[list[PacedBody] | None] = ContextVar("aigateway_mock_held_pacing", default=None)
+
+
+@contextmanager
+def held_pacing() -> Iterator[list[PacedBody]]:
+    """Paced bodies made in this block leave their waits to whoever delivers them: they do not
+    wait themselves, and are listed in the list this yields."""
+    held: list[PacedBody] = []
+    token = _held.set(held)
+    try:
+        yield held
+    finally:
+        _held.reset(token)
+
+
 class PacedBody(Iterator[bytes]):
-    """The events of a streamed reply, released at the pace of a `StreamPacing`."""
+    """The events of a streamed reply, released at the pace of a `StreamPacing` (or, when made
+    in `held_pacing`, at once: the deliverer waits `next_delay` before asking for each)."""
 
     def __init__(self, events: Sequence[bytes], pacing: StreamPacing) -> None:
         self._events = list(events)
-        self._pacing = pacing
+        self.pacing = pacing
         self._next = 0
+        held = _held.get()
+        self._waits = held is None
+        if held is not None:
+            held.append(self)
+
+    @property
+    def next_delay(self) -> float:
+        """Seconds to wait before the next event (0 when none is left)."""
+        if self._next >= len(self._events):
+            return 0.0
+        return self.pacing.delay_before(self._next)
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
-        index = self._take()
-        delay = self._pacing.delay_before(index)
+        delay = self._own_delay()
         if delay:
-            self._pacing.sleep(delay)
-        return self._events[index]
+            self.pacing.sleep(delay)
+        return self._events[self._take()]
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while self._next < len(self._events):
-            index = self._take()
-            delay = self._pacing.delay_before(index)
+            delay = self._own_delay()
             if delay:
-                await self._pacing.async_sleep(delay)
-            yield self._events[index]
+                await self.pacing.async_sleep(delay)
+            yield self._events[self._take()]
+
+    def _own_delay(self) -> float:
+        return self.next_delay if self._waits else 0.0
 
     def _take(self) -> int:
         index = self._next

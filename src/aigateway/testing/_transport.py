@@ -3,8 +3,10 @@
 ``httpx.Client(transport=gateway.transport(), base_url=gateway.base_url)`` and the same with
 ``httpx.AsyncClient`` talk to the gateway without a socket. Whole replies become ordinary
 responses; streamed replies become streamed responses whose body is read event by event, so
-``client.stream(...)`` and ``response.iter_lines()`` behave as over the network. Any client
-built on httpx (ours, the official ``openai`` SDK) accepts such a transport.
+``client.stream(...)`` and ``response.iter_lines()`` behave as over the network. Waits (injected
+latency, stream pacing) move the gateway's clock and end in `httpx.ReadTimeout` past the
+request's read timeout (see `aigateway.testing._delivery`). Any client built on httpx (ours,
+the official ``openai`` SDK) accepts such a transport.
 """
 
 from __future__ import annotations
@@ -81,15 +83,13 @@ class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.gateway = gateway
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        body = request.read()
-        response = self.gateway.handle(to_mock_request(request, body))
-        response = deliver(response, request, self.gateway.clock)
+        mock_request = to_mock_request(request, request.read())
+        response = deliver(lambda: self.gateway.handle(mock_request), request, self.gateway.clock)
         return to_httpx_response(response, request, asynchronous=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
-        response = self.gateway.handle(to_mock_request(request, body))
-        response = deliver(response, request, self.gateway.clock)
+        mock_request = to_mock_request(request, await request.aread())
+        response = deliver(lambda: self.gateway.handle(mock_request), request, self.gateway.clock)
         return to_httpx_response(response, request, asynchronous=True)
 
     def __repr__(self) -> str:

@@ -26,12 +26,15 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
                                     says the balance is below 10 credits
 
 Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
-text. They never carry the API key in their message or repr.
+text. They never carry the API key in their message or repr, and they pickle (to cross a
+process boundary) with the request's ``Authorization`` header redacted.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +79,64 @@ def snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
 
 
 class AIGatewayError(Exception):
-    """Base class of every exception raised by `aigateway`."""
+    """Base class of every exception raised by `aigateway`.
+
+    Errors pickle (``ProcessPoolExecutor`` workers send them back this way) with the request's
+    credentials redacted and what cannot be pickled left out.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {name: _picklable(value) for name, value in self.__dict__.items()}
+        return (_restore_error, (type(self), self.args, state))
+
+
+def _restore_error(
+    cls: type[AIGatewayError], args: tuple[Any, ...], state: dict[str, Any]
+) -> AIGatewayError:
+    """Rebuild a pickled error without calling its ``__init__`` (whose arguments differ)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+_SECRET_HEADERS = ("authorization", "proxy-authorization")
+
+
+def _picklable(value: Any) -> Any:
+    """``value`` made safe to pickle: requests and replies without credentials or open
+    streams, anything else as is when it pickles, else None."""
+    if isinstance(value, httpx.Request):
+        value = _redacted_request(value)
+    elif isinstance(value, httpx.Response):
+        value = _detached_response(value)
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return None
+    return value
+
+
+def _redacted_request(request: httpx.Request) -> httpx.Request:
+    """A copy of ``request`` (body kept when read, stream left out) whose credentials read
+    ``<scheme> <redacted>``."""
+    clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
+    clone.headers = request.headers.copy()
+    for name in _SECRET_HEADERS:
+        if name in clone.headers:
+            scheme, _, _ = clone.headers[name].partition(" ")
+            clone.headers[name] = f"{scheme} <redacted>" if scheme else "<redacted>"
+    return clone
+
+
+def _detached_response(response: httpx.Response) -> httpx.Response:
+    """A copy of ``response`` (status, headers, body when read) with a redacted request and
+    no stream or redirect history."""
+    clone = copy.copy(response)
+    clone.history = []
+    if response._request is not None:
+        clone.request = _redacted_request(response._request)
+    return clone
 
 
 class ConfigurationError(AIGatewayError, ValueError):

@@ -129,6 +129,16 @@ def test_an_unread_reply_and_a_streamed_request_body_still_pickle() -> None:
     assert restored.response.request.headers["authorization"] == "Bearer <redacted>"
 
 
+@pytest.mark.parametrize(
+    ("sent", "kept"), [(KEY, "<redacted>"), (f"  Basic {KEY}", "Basic <redacted>")]
+)
+def test_a_key_without_a_bearer_scheme_is_redacted_too(sent: str, kept: str) -> None:
+    request = httpx.Request("GET", URL, headers={"Authorization": sent})
+    data = pickle.dumps(errors.APIConnectionError("refused", request=request))
+    assert KEY.encode() not in data
+    assert pickle.loads(data).request.headers["authorization"] == kept
+
+
 def test_what_cannot_be_pickled_is_left_out() -> None:
     error = IncompleteStreamError("cut", chunks=[1], partial=lambda: None)
     restored = pickle.loads(pickle.dumps(error))

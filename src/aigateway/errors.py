@@ -124,8 +124,8 @@ def _redacted_request(request: httpx.Request) -> httpx.Request:
     clone.headers = request.headers.copy()
     for name in _SECRET_HEADERS:
         if name in clone.headers:
-            scheme, _, _ = clone.headers[name].partition(" ")
-            clone.headers[name] = f"{scheme} <redacted>" if scheme else "<redacted>"
+            scheme, space, _ = clone.headers[name].strip().partition(" ")
+            clone.headers[name] = f"{scheme} <redacted>" if space else "<redacted>"
     return clone
 
 
@@ -301,7 +301,8 @@ class RateLimitInfo:
 UNIX_SECONDS_FROM = 1e9
 """An ``X-RateLimit-Reset`` from here (September 2001) up is a Unix time, below a delay."""
 UNIX_MILLISECONDS_FROM = 1e11
-"""An ``X-RateLimit-Reset`` from here (year 5138 in seconds) up is a Unix time in milliseconds."""
+"""An ``X-RateLimit-Reset`` from here up is a Unix time in milliseconds (as seconds it would be
+the year 5138)."""
 _LARGEST_COUNT = 2**63 - 1
 
 

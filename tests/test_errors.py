@@ -18,6 +18,7 @@ from aigateway import (
     AuthenticationError,
     BadRequestError,
     Client,
+    ConflictError,
     InsufficientCreditsError,
     InternalServerError,
     NotFoundError,
@@ -55,7 +56,8 @@ def gateway() -> Any:
         (500, error_body("server_error", "server_error"), InternalServerError),
         (502, error_body("bad_gateway", "server_error"), InternalServerError),
         (503, error_body("unavailable", "service_unavailable"), ServiceUnavailableError),
-        (409, error_body("conflict", "conflict"), APIStatusError),
+        (409, error_body("idempotency_key_reused", "conflict"), ConflictError),
+        (418, error_body("teapot", "teapot"), APIStatusError),
     ],
 )
 async def test_status_and_code_pick_the_class(
@@ -77,6 +79,7 @@ async def test_status_and_code_pick_the_class(
     assert error.error_type == body["error"]["type"]
     assert error.body == body
     assert error.request_id == "req_42"
+    assert error.param is None
     assert "nope" in str(error)
     assert f"HTTP {status}" in str(error)
     assert API_KEY not in str(error)
@@ -101,6 +104,40 @@ async def test_rate_limit_error_carries_the_headers(
     assert caught.value.rate_limit == aigateway.RateLimitInfo(
         limit=60, remaining=0, reset=1_700_000_060
     )
+
+
+async def test_the_offending_param_is_on_the_error(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    body = error_body("invalid_parameter", "invalid_request_error")
+    body["error"]["param"] = "temperature"
+    gateway.post("/chat/completions").respond(400, json=body)
+    with pytest.raises(BadRequestError) as caught:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    assert caught.value.param == "temperature"
+
+
+def test_param_given_by_the_caller_wins_over_the_body() -> None:
+    body = {"error": {"message": "no", "param": "top_p"}}
+    response = httpx.Response(400, json=body, request=httpx.Request("POST", BASE_URL))
+    assert BadRequestError("no", response=response, body=body).param == "top_p"
+    assert BadRequestError("no", response=response, body=body, param="n").param == "n"
+    assert BadRequestError("no", response=response, body=None).param is None
+
+
+async def test_headers_are_httpx_headers_on_every_error(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions")
+    route.respond(500, json=error_body("boom", "server_error"), headers={"X-Trace": "t1"})
+    with pytest.raises(InternalServerError) as status_error:
+        await resolve(client.chat.completions.create(model="m", messages=USER, max_retries=0))
+    route.respond(200, text="<html/>", headers={"X-Trace": "t2"})
+    with pytest.raises(APIResponseValidationError) as invalid:
+        await resolve(client.chat.completions.create(model="m", messages=USER))
+    for error, trace in ((status_error.value, "t1"), (invalid.value, "t2")):
+        assert isinstance(error.headers, httpx.Headers)
+        assert error.headers["x-trace"] == trace  # case-insensitive, as on the reply
 
 
 async def test_insufficient_credits_carries_the_balance(

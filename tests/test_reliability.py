@@ -190,7 +190,7 @@ async def test_client_errors_and_credit_errors_are_tried_once(
     assert sleeps == []
 
 
-@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 505, 599])
 async def test_retried_statuses(
     reliable: Client | AsyncClient, gateway: respx.Router, status: int
 ) -> None:

@@ -1,14 +1,23 @@
 """The retry policy, as data, built on tenacity and shared by the sync and async pipelines.
 
-What retries: 429, 500, 502, 503 and 504 replies, lost connections and timeouts; never a
-client error (400, 401, 402, 404) nor a credits error (a 429 whose code says the credits or
-quota ran out is an `InsufficientCreditsError`: the body decides, not only the status).
+What retries: lost connections, timeouts, and 408, 409, 429 and 5xx replies except 501 (Not
+Implemented will not change); never a credits error (a 429 whose code says the credits or quota
+ran out is an `InsufficientCreditsError`: the body decides, not only the status). A reply
+header ``x-should-retry: true`` or ``false`` overrides the status either way, except for
+credits errors.
 
 How long it waits, first rule that applies:
 
-1. ``Retry-After``, in seconds or as an HTTP date;
-2. ``X-RateLimit-Reset`` (a Unix time) when ``X-RateLimit-Remaining`` is 0;
-3. exponential backoff, 1 s, 2 s, 4 s ..., each multiplied by a random factor (jitter).
+1. ``retry-after-ms``, in milliseconds;
+2. ``Retry-After``, in seconds or as an HTTP date (always GMT, whatever the date's format);
+3. ``X-RateLimit-Reset`` when the window is spent (``X-RateLimit-Remaining`` is 0, or a 429
+   gives a reset but no remaining). Its magnitude says how to read it: below 1e9 a delay in
+   seconds (``12`` waits 12 s), from 1e9 a Unix time in seconds, from 1e11 a Unix time in
+   milliseconds;
+4. exponential backoff, 1 s, 2 s, 4 s ..., each multiplied by a random factor (jitter).
+
+Header values that are not a finite number of at least 0 (``inf``, ``nan``, ``-5``, words) are
+ignored, never raised on; a wait asked beyond ten years counts as ten years.
 
 A wait the gateway asks for that is longer than ``max_wait`` is not slept: the error is raised
 at once with ``retry_after`` set, so a caller never hangs unseen for minutes. The sleep
@@ -17,6 +26,7 @@ functions and the clock are part of the policy, so tests inject ones that do not
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import logging
 import random
@@ -32,6 +42,7 @@ from .errors import (
     APIStatusError,
     InsufficientCreditsError,
     RateLimitInfo,
+    parse_number,
 )
 
 if TYPE_CHECKING:
@@ -39,7 +50,13 @@ if TYPE_CHECKING:
 
 E = TypeVar("E", bound=APIError)
 
-RETRY_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 429, *range(500, 600)} - {501})
+"""The statuses retried by default: request timeout, conflict, rate limit, and every 5xx but
+501 Not Implemented."""
+
+LONGEST_SERVER_WAIT = 10 * 365 * 24 * 3600.0
+"""`server_wait` clamps to ten years: still beyond any cap, so still raised at once, but a
+number an error message can show."""
 
 
 def set_attempts(error: E, attempts: int) -> E:
@@ -49,40 +66,56 @@ def set_attempts(error: E, attempts: int) -> E:
 
 
 def is_retryable(error: BaseException, statuses: frozenset[int] = RETRY_STATUSES) -> bool:
-    """Whether another attempt may succeed where this one failed."""
+    """Whether another attempt may succeed where this one failed: the reply's
+    ``x-should-retry`` when it says ``true`` or ``false``, else the status."""
     if isinstance(error, InsufficientCreditsError):
         return False
     if isinstance(error, APIStatusError):
+        verdict = str(error.headers.get("x-should-retry", "")).strip().lower()
+        if verdict in ("true", "false"):
+            return verdict == "true"
         return error.status_code in statuses
     return isinstance(error, APIConnectionError)
 
 
-def server_wait(headers: Mapping[str, str], now: float) -> float | None:
-    """The wait in seconds a reply asks for (``Retry-After``, else a spent rate-limit window's
-    ``X-RateLimit-Reset``), or None when it asks for none."""
-    retry_after = parse_retry_after(headers.get("retry-after"), now)
-    if retry_after is not None:
-        return retry_after
-    info = RateLimitInfo.from_headers(headers)
-    if info is not None and info.remaining == 0 and info.reset is not None:
-        return max(0.0, info.reset - now)
-    return None
+def server_wait(
+    headers: Mapping[str, str], now: float, *, status: int | None = None
+) -> float | None:
+    """The wait in seconds a reply asks for, or None when it asks for none: ``retry-after-ms``,
+    else ``Retry-After``, else a spent rate-limit window's ``X-RateLimit-Reset`` (``status``
+    429 counts the window spent when ``X-RateLimit-Remaining`` is absent)."""
+    wait = parse_retry_after_ms(headers.get("retry-after-ms"))
+    if wait is None:
+        wait = parse_retry_after(headers.get("retry-after"), now)
+    if wait is None:
+        info = RateLimitInfo.from_headers(headers)
+        if info is not None and (info.remaining == 0 or (info.remaining is None and status == 429)):
+            wait = info.seconds_until_reset(now)
+    return None if wait is None else min(wait, LONGEST_SERVER_WAIT)
+
+
+def parse_retry_after_ms(raw: str | None) -> float | None:
+    """``retry-after-ms`` in seconds, or None when absent or not a number of milliseconds."""
+    milliseconds = parse_number(raw)
+    return None if milliseconds is None else milliseconds / 1000
 
 
 def parse_retry_after(raw: str | None, now: float) -> float | None:
-    """``Retry-After`` as seconds from ``now``: a number of seconds or an HTTP date."""
+    """``Retry-After`` as seconds from ``now``: a number of seconds or an HTTP date (read as
+    GMT even when it names no zone, as asctime dates do); None when unreadable."""
     if raw is None:
         return None
-    text = raw.strip()
+    seconds = parse_number(raw)
+    if seconds is not None:
+        return seconds
     try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(raw.strip())
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        wait = when.timestamp() - now
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - now)
+    return max(0.0, wait)
 
 
 async def _event_loop_sleep(seconds: float) -> None:
@@ -108,12 +141,14 @@ class RetryPolicy:
     jitter: float = 0.25
     """Each backoff wait is multiplied by a random factor in [1 - jitter, 1 + jitter]."""
     statuses: frozenset[int] = RETRY_STATUSES
-    """The HTTP statuses that are retried (credits errors never are)."""
+    """The HTTP statuses that are retried (credits errors never are; a reply's
+    ``x-should-retry`` header overrides this)."""
     sleep: Callable[[float], None] = time.sleep
     async_sleep: Callable[[float], Awaitable[None]] = _event_loop_sleep
     random: Callable[[], float] = field(default=random.random, repr=False)
     now: Callable[[], float] = field(default=time.time, repr=False)
-    """The clock that ``Retry-After`` dates and ``X-RateLimit-Reset`` times are compared with."""
+    """The clock (Unix seconds) that ``Retry-After`` dates and ``X-RateLimit-Reset`` times are
+    compared with."""
     monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
     """The clock of stream timers (first-event and idle timeouts, deadlines)."""
 
@@ -128,22 +163,24 @@ class RetryPolicy:
 
     def wait_for(self, error: BaseException | None, attempt_number: int) -> float:
         """The wait before the next attempt, after ``error`` ended attempt ``attempt_number``."""
-        if isinstance(error, APIStatusError):
-            asked = server_wait(error.headers, self.now())
-            if asked is not None:
-                return asked
-        return self.backoff(attempt_number)
+        asked = self._asked_wait(error)
+        return self.backoff(attempt_number) if asked is None else asked
+
+    def _asked_wait(self, error: BaseException | None) -> float | None:
+        """The wait the reply behind ``error`` asks for, if any."""
+        if not isinstance(error, APIStatusError):
+            return None
+        return server_wait(error.headers, self.now(), status=error.status_code)
 
     def should_retry(self, error: BaseException | None) -> bool:
         """Whether ``error`` may be retried; a server-asked wait beyond the cap says no, and is
         recorded on the error as ``retry_after``."""
         if error is None or not is_retryable(error, self.statuses):
             return False
-        if isinstance(error, APIStatusError):
-            asked = server_wait(error.headers, self.now())
-            if asked is not None and asked > self.max_wait:
-                error.retry_after = asked
-                return False
+        asked = self._asked_wait(error)
+        if isinstance(error, APIStatusError) and asked is not None and asked > self.max_wait:
+            error.retry_after = asked
+            return False
         return True
 
     def retrying(self, max_retries: int, first_error: APIError) -> tuple[Retrying, RetryCallState]:

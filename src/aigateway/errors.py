@@ -17,6 +17,7 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
             ├── AuthenticationError        401
             ├── InsufficientCreditsError   402 (or an error code saying the credits ran out)
             ├── NotFoundError              404
+            ├── ConflictError              409 (e.g. an idempotency key reused or still in use)
             ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values
             └── InternalServerError        500 and other 5xx
                 └── ServiceUnavailableError    503
@@ -25,17 +26,20 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
                                     says the balance is below 10 credits
 
 Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
-text. They never carry the API key in their message or repr.
+text. They never carry the API key in their message or repr, and they pickle (to cross a
+process boundary) with the request's ``Authorization`` header redacted.
 """
 
 from __future__ import annotations
 
+import copy
+import math
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import httpx
+import httpx
 
 __all__ = [
     "AIGatewayError",
@@ -47,6 +51,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
+    "ConflictError",
     "IncompleteStreamError",
     "InsufficientCreditsError",
     "InternalServerError",
@@ -74,7 +79,64 @@ def snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
 
 
 class AIGatewayError(Exception):
-    """Base class of every exception raised by `aigateway`."""
+    """Base class of every exception raised by `aigateway`.
+
+    Errors pickle (``ProcessPoolExecutor`` workers send them back this way) with the request's
+    credentials redacted and what cannot be pickled left out.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {name: _picklable(value) for name, value in self.__dict__.items()}
+        return (_restore_error, (type(self), self.args, state))
+
+
+def _restore_error(
+    cls: type[AIGatewayError], args: tuple[Any, ...], state: dict[str, Any]
+) -> AIGatewayError:
+    """Rebuild a pickled error without calling its ``__init__`` (whose arguments differ)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+_SECRET_HEADERS = ("authorization", "proxy-authorization")
+
+
+def _picklable(value: Any) -> Any:
+    """``value`` made safe to pickle: requests and replies without credentials or open
+    streams, anything else as is when it pickles, else None."""
+    if isinstance(value, httpx.Request):
+        value = _redacted_request(value)
+    elif isinstance(value, httpx.Response):
+        value = _detached_response(value)
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return None
+    return value
+
+
+def _redacted_request(request: httpx.Request) -> httpx.Request:
+    """A copy of ``request`` (body kept when read, stream left out) whose credentials read
+    ``<scheme> <redacted>``."""
+    clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
+    clone.headers = request.headers.copy()
+    for name in _SECRET_HEADERS:
+        if name in clone.headers:
+            scheme, space, _ = clone.headers[name].strip().partition(" ")
+            clone.headers[name] = f"{scheme} <redacted>" if space else "<redacted>"
+    return clone
+
+
+def _detached_response(response: httpx.Response) -> httpx.Response:
+    """A copy of ``response`` (status, headers, body when read) with a redacted request and
+    no stream or redirect history."""
+    clone = copy.copy(response)
+    clone.history = []
+    if response._request is not None:
+        clone.request = _redacted_request(response._request)
+    return clone
 
 
 class ConfigurationError(AIGatewayError, ValueError):
@@ -149,7 +211,7 @@ class APIResponseValidationError(APIError):
         self.body = body
         self.text = text
         self.status_code = status_code
-        self.headers = dict(headers or {})
+        self.headers = httpx.Headers(headers)
 
 
 class IncompleteStreamError(APIError):
@@ -195,7 +257,19 @@ class RateLimitInfo:
     limit: int | None = None
     remaining: int | None = None
     reset: int | None = None
-    """Unix time (seconds) when the window resets."""
+    """When the window resets, as sent: seconds from now (below 1e9), Unix seconds (below
+    1e11) or Unix milliseconds; `seconds_until_reset` reads all three."""
+
+    def seconds_until_reset(self, now: float) -> float | None:
+        """Seconds from ``now`` (Unix seconds) until the window resets, 0 when already past;
+        None without a reset. The magnitude says how ``reset`` is meant: below 1e9 it is a
+        delay in seconds, below 1e11 a Unix time in seconds, above that in milliseconds."""
+        if self.reset is None:
+            return None
+        if self.reset < UNIX_SECONDS_FROM:
+            return float(self.reset)
+        at = self.reset / 1000 if self.reset >= UNIX_MILLISECONDS_FROM else self.reset
+        return max(0.0, at - now)
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> RateLimitInfo | None:
@@ -224,21 +298,39 @@ class RateLimitInfo:
         )
 
 
-def _parse_int(raw: str | None) -> int | None:
+UNIX_SECONDS_FROM = 1e9
+"""An ``X-RateLimit-Reset`` from here (September 2001) up is a Unix time, below a delay."""
+UNIX_MILLISECONDS_FROM = 1e11
+"""An ``X-RateLimit-Reset`` from here up is a Unix time in milliseconds (as seconds it would be
+the year 5138)."""
+_LARGEST_COUNT = 2**63 - 1
+
+
+def parse_number(raw: str | None) -> float | None:
+    """A header's number, or None when absent or not a finite number of at least 0
+    (``inf``, ``nan``, ``-5`` and words all read as None); never raises."""
     if raw is None:
         return None
     try:
-        return int(float(raw.strip()))
+        value = float(raw.strip())
     except ValueError:
         return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _parse_int(raw: str | None) -> int | None:
+    """`parse_number` truncated to an int; None for numbers too large for a 64-bit count."""
+    value = parse_number(raw)
+    return int(value) if value is not None and value <= _LARGEST_COUNT else None
 
 
 class APIStatusError(APIError):
     """The gateway answered with a non-2xx status.
 
     Attributes: ``status_code``, ``headers``, ``request_id``, ``body`` (parsed JSON or None),
-    ``error_type``/``code`` (from ``{"error": {...}}`` when present), ``text`` (raw body)
-    and ``rate_limit`` (the ``X-RateLimit-*`` values, if sent).
+    ``error_type``/``code``/``param`` (from ``{"error": {...}}`` when present; ``param``
+    names the offending parameter), ``text`` (raw body) and ``rate_limit`` (the
+    ``X-RateLimit-*`` values, if sent).
     """
 
     response: httpx.Response
@@ -251,17 +343,19 @@ class APIStatusError(APIError):
         body: object | None,
         error_type: str | None = None,
         code: str | None = None,
+        param: str | None = None,
         attempts: int = 1,
     ) -> None:
         super().__init__(message, request=response.request)
         self.response = response
         self.status_code = response.status_code
-        self.headers: Mapping[str, str] = response.headers
+        self.headers: httpx.Headers = response.headers
         self.request_id: str | None = response.headers.get("x-request-id")
         self.body = body
         self.text = response.text
         self.error_type = error_type
         self.code = code
+        self.param = _param_of(body) if param is None else param
         self.attempts = attempts
         self.rate_limit = RateLimitInfo.from_headers(response.headers)
         self.retry_after: float | None = None
@@ -277,10 +371,25 @@ class APIStatusError(APIError):
         if self.attempts > 1:
             parts.append(f"attempts={self.attempts}")
         if self.retry_after is not None:
-            reset = self.rate_limit.reset if self.rate_limit else None
-            at = f", resets at Unix time {reset}" if reset is not None else ""
-            parts.append(f"the gateway asks to wait {self.retry_after:.0f} s{at}; not retried")
+            parts.append(
+                f"the gateway asks to wait {self.retry_after:.0f} s{self._reset_note()};"
+                " not retried"
+            )
         return f"{self.message} ({', '.join(parts)})"
+
+    def _reset_note(self) -> str:
+        reset = self.rate_limit.reset if self.rate_limit else None
+        if reset is None or reset < UNIX_SECONDS_FROM:
+            return ""
+        unit = " ms" if reset >= UNIX_MILLISECONDS_FROM else ""
+        return f", resets at Unix time {reset}{unit}"
+
+
+def _param_of(body: object) -> str | None:
+    """``error.param`` of an error body, or None."""
+    error = body.get("error") if isinstance(body, dict) else None
+    param = error.get("param") if isinstance(error, dict) else None
+    return None if param is None else str(param)
 
 
 class BadRequestError(APIStatusError):
@@ -313,6 +422,11 @@ class NotFoundError(APIStatusError):
     """404: the model (or path) does not exist."""
 
 
+class ConflictError(APIStatusError):
+    """409: the request conflicts with another, e.g. an idempotency key reused with another
+    request, or still in use by one being answered; retried, as the conflict may clear."""
+
+
 class RateLimitError(APIStatusError):
     """429: too many requests for this key. ``rate_limit`` holds the parsed headers."""
 
@@ -335,6 +449,7 @@ _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     401: AuthenticationError,
     402: InsufficientCreditsError,
     404: NotFoundError,
+    409: ConflictError,
     429: RateLimitError,
     503: ServiceUnavailableError,
 }

@@ -173,4 +173,4 @@ def mock_time_retry_policy(clock: MockClock) -> RetryPolicy:
     async def async_sleep(seconds: float) -> None:
         clock.advance(seconds)
 
-    return RetryPolicy(sleep=sleep, async_sleep=async_sleep, now=clock.now)
+    return RetryPolicy(sleep=sleep, async_sleep=async_sleep, now=clock.now, monotonic=clock.now)

@@ -403,7 +403,7 @@ class Pipeline:
 
     def received(self, request: httpx.Request, response: httpx.Response, attempts: int) -> None:
         """Book-keeping for every reply: rate-limit values and the DEBUG line."""
-        self.state.observe_headers(response)
+        self.state.observe_headers(response, self.retry.now)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s -> %d (attempt %d)",

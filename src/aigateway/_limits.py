@@ -23,13 +23,15 @@ class RequestBudget:
         self._remaining: int | None = None
         self._reset: float | None = None
 
-    def observe(self, info: RateLimitInfo) -> None:
-        """Take the gateway's word from a reply's ``X-RateLimit-*`` headers."""
-        if info.remaining is None or info.reset is None:
+    def observe(self, info: RateLimitInfo, now: float) -> None:
+        """Take the gateway's word from a reply's ``X-RateLimit-*`` headers, received at
+        ``now`` (a reset is a delay, a Unix time or Unix milliseconds, by its magnitude)."""
+        wait = info.seconds_until_reset(now)
+        if info.remaining is None or wait is None:
             return
         with self._lock:
             self._remaining = info.remaining
-            self._reset = float(info.reset)
+            self._reset = now + wait
 
     def reserve(self, now: float) -> float:
         """Count one request going out; return how long to wait first (0 to go at once)."""

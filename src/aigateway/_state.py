@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,13 +48,14 @@ class ClientState:
                     stacklevel=_caller_stacklevel(),
                 )
 
-    def observe_headers(self, response: httpx.Response) -> None:
-        """Remember the ``X-RateLimit-*`` values of any reply, success or error."""
+    def observe_headers(self, response: httpx.Response, now: Callable[[], float]) -> None:
+        """Remember the ``X-RateLimit-*`` values of any reply, success or error (``now``: the
+        clock a reset given as a delay is counted from)."""
         rate_limit = RateLimitInfo.from_headers(response.headers)
         if rate_limit is not None:
             self.rate_limit = rate_limit
             if self.budget is not None:
-                self.budget.observe(rate_limit)
+                self.budget.observe(rate_limit, now())
 
 
 def _caller_stacklevel() -> int:

@@ -100,6 +100,8 @@ class ChunkDecoder(Generic[T]):
             events = self._sse.feed(data)
         except SSEDecodeError as exc:
             raise self._invalid(str(exc), data) from exc
+        if self._timer is not None:
+            self._check_time(bool(events))  # before counting them: a late event trips the limit
         chunks: list[T] = []
         parse = self._parse
         for event in events:  # the hot path: one parse per event, no other call
@@ -117,7 +119,6 @@ class ChunkDecoder(Generic[T]):
         if chunks:
             self.received += len(chunks)
             self.tail.extend(chunks)
-        self._check_time(bool(events))
         return chunks
 
     def feed_frame(self, message: str | bytes) -> T | None:
@@ -126,6 +127,7 @@ class ChunkDecoder(Generic[T]):
         if DONE_OBJECT in text[:64] and _object_of(text) == DONE_OBJECT:
             self.done = True
             return None
+        self._check_time(True)
         if '"error"' in text[:32]:
             self._raise_error_object(text)
         try:
@@ -134,7 +136,6 @@ class ChunkDecoder(Generic[T]):
             raise self._not_a_chunk(text, exc) from exc
         self.received += 1
         self.tail.append(chunk)
-        self._check_time(True)
         return chunk
 
     def _raise_error_object(self, text: str) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import httpx
 
+from ._closing import AsyncClosing, Closing
 from ._config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -25,7 +25,8 @@ from ._config import (
     check_stream_timeouts,
     coerce_timeout,
 )
-from ._http import AsyncPipeline, Pipeline, SyncPipeline
+from ._drivers import AsyncPipeline, SyncPipeline
+from ._http import Pipeline
 from ._limits import RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
@@ -238,7 +239,7 @@ class _BaseClient(Generic[PipelineT]):
             )
 
 
-class Client(_BaseClient[SyncPipeline]):
+class Client(_BaseClient[SyncPipeline], Closing):
     """The synchronous client: ``Client(api_key=..., base_url=...)``, then
     ``client.chat.completions.create(...)``. Use it in a ``with`` block or call ``close()``.
 
@@ -368,19 +369,8 @@ class Client(_BaseClient[SyncPipeline]):
             self._pipeline.http_client.close()
         self._closed = True
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncClient(_BaseClient[AsyncPipeline]):
+class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
     """The asynchronous client: ``AsyncClient(api_key=..., base_url=...)``, then
     ``await client.chat.completions.create(...)``. Use it in ``async with`` or ``await close()``.
 
@@ -504,14 +494,3 @@ class AsyncClient(_BaseClient[AsyncPipeline]):
         if not self._closed and self._owns_http_client:
             await self._pipeline.http_client.aclose()
         self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -3,11 +3,12 @@
 A resource describes a call as an `APICall`. `Pipeline.flow` turns it into a generator that
 holds all the logic of the call (build the request, wait for the client-side rate limit, take
 a concurrency slot, send, classify the reply, decide on a retry and its wait with tenacity,
-open a stream up to its first event, book-keep and log) and yields the I/O it needs as small
-commands (`Send`, `Sleep`, `Next`, ...). `SyncPipeline.request` and `AsyncPipeline.request`
-are the two drivers: they perform each command with blocking or awaited I/O and send the
-outcome back, so they differ only in the lines that do I/O, like httpx's ``Auth.auth_flow``.
-Plain calls, streams, WebSocket sockets and file downloads all take this path.
+open a stream up to its first event, book-keep and log) and yields the I/O it needs as the
+small commands of ``_commands`` (`Send`, `Sleep`, `Next`, ...). The two drivers of
+``_drivers``, `SyncPipeline` and `AsyncPipeline`, perform each command with blocking or
+awaited I/O and send the outcome back, so they differ only in the lines that do I/O, like
+httpx's ``Auth.auth_flow``. Plain calls, streams, WebSocket sockets and file downloads all
+take this path.
 
 Reliability: a call that acts on the world is retried only with an idempotency key; a stream
 is retried only while it has not delivered its first event (the flow reads that event before
@@ -21,9 +22,9 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
@@ -34,6 +35,7 @@ from ._classify import (
     request_failed,
     status_error,
 )
+from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
 from ._config import ClientConfig, coerce_timeout
 from ._logging import logger
 from ._response import RawResponse
@@ -48,15 +50,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = [
-    "APICall",
-    "AsyncPipeline",
-    "ClientState",
-    "Pipeline",
-    "RawResponse",
-    "SyncPipeline",
-    "new_idempotency_key",
-]
+__all__ = ["APICall", "Pipeline", "RawResponse", "fetch_call", "new_idempotency_key"]
 
 _NO_OPTIONS: RequestOptions = {}
 _URL_CACHE_SIZE = 256
@@ -94,92 +88,6 @@ def new_idempotency_key() -> str:
     """A fresh idempotency key (a random UUID), to pass as ``idempotency_key=`` and keep, so
     the same call can be repeated later (even from another process) without acting twice."""
     return str(uuid.uuid4())
-
-
-# The I/O a flow asks its driver for. Each is answered with its outcome or the exception.
-class Send(NamedTuple):
-    """Send ``request``; answer the `httpx.Response` (its body unread when ``stream``)."""
-
-    request: httpx.Request
-    stream: bool
-
-
-class Sleep(NamedTuple):
-    seconds: float
-
-
-class Acquire(NamedTuple):
-    """Take a concurrency slot (a semaphore)."""
-
-    slots: Any
-
-
-class Body(NamedTuple):
-    """Start reading a reply's body: answer its (async) iterator of decoded bytes."""
-
-    response: httpx.Response
-
-    @property
-    def decoded(self) -> bool:
-        """Whether to read through httpx's decoding layer: for a ``Content-Encoding`` (gzip,
-        ...) and a body already read; else the raw bytes, one layer less on every chunk."""
-        response = self.response
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        return encoding not in ("", "identity") or response.is_stream_consumed
-
-
-class Next(NamedTuple):
-    """The next item of a (async) iterator, or None at its end; an async driver gives up
-    after ``timeout`` seconds with `TimeoutError` (a sync one relies on the socket's)."""
-
-    iterator: Any
-    timeout: float | None = None
-
-
-class Read(NamedTuple):
-    """Read a reply's whole body."""
-
-    response: httpx.Response
-
-
-class Close(NamedTuple):
-    """Close a reply, a body iterator or a socket (shielded from cancellation)."""
-
-    target: Any
-
-
-Command = Send | Sleep | Acquire | Body | Next | Read | Close
-Flow = Generator[Any, Any, T]
-
-
-class Slot:
-    """A taken concurrency slot: given back once, by the call, or by the stream it was
-    handed to (`take`)."""
-
-    __slots__ = ("_release",)
-
-    def __init__(self, release: Callable[[], object] | None) -> None:
-        self._release = release
-
-    def take(self) -> Callable[[], None] | None:
-        """The release, for a stream that keeps the slot until it closes."""
-        release, self._release = self._release, None
-        return None if release is None else _call(release)
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-
-def _call(function: Callable[[], object]) -> Callable[[], None]:
-    def run() -> None:
-        function()
-
-    return run
-
-
-NO_SLOT = Slot(None)
 
 
 class Pipeline:
@@ -436,7 +344,7 @@ class Pipeline:
         call: APICall[Any],
         response: httpx.Response,
         attempts: int,
-        on_close: Callable[[], None] | None,
+        on_close: Callable[[], object] | None,
     ) -> Any:
         """The unread reply of ``with_streaming_response``."""
         raise NotImplementedError
@@ -454,141 +362,6 @@ class Pipeline:
             return self.stream_type()(response, decoder, on_chunk=self.state.observe)
 
         return open_stream
-
-
-class SyncPipeline(Pipeline):
-    """The blocking driver, over an `httpx.Client`."""
-
-    http_client: httpx.Client
-
-    def request(self, call: APICall[Any]) -> Any:
-        """Run a call's flow to its result (or error)."""
-        flow = self.flow(call)
-        try:
-            command = next(flow)
-            while True:
-                try:
-                    outcome = self._perform(command)
-                except BaseException as exc:  # the flow classifies it, or cleans up and re-raises
-                    command = flow.throw(exc)
-                else:
-                    command = flow.send(outcome)
-        except StopIteration as done:
-            return done.value
-
-    def fetch(self, url: str) -> bytes:
-        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
-        data: bytes = self.request(fetch_call(url))
-        return data
-
-    def _perform(self, command: Any) -> Any:
-        kind = type(command)
-        if kind is Send:
-            return self.http_client.send(command.request, stream=command.stream)
-        if kind is Next:
-            return next(command.iterator, None)
-        if kind is Sleep:
-            return self.retry.sleep(command.seconds)
-        if kind is Body:
-            response = command.response
-            return response.iter_bytes() if command.decoded else response.iter_raw()
-        if kind is Read:
-            return command.response.read()
-        if kind is Close:
-            close = getattr(command.target, "close", None)
-            return close() if close is not None else None
-        if kind is Acquire:
-            return command.slots.acquire()
-        return command.perform()  # a command of its own (a WebSocket's)
-
-    def stream_type(self) -> Any:
-        from ._streaming import Stream
-
-        return Stream
-
-    def streamed_response(
-        self,
-        call: APICall[Any],
-        response: httpx.Response,
-        attempts: int,
-        on_close: Callable[[], None] | None,
-    ) -> Any:
-        from ._response import StreamedResponse
-
-        return StreamedResponse(response, attempts, call.parse, on_close, self._stream_over(call))
-
-
-class AsyncPipeline(Pipeline):
-    """The async driver (asyncio and trio), over an `httpx.AsyncClient`."""
-
-    http_client: httpx.AsyncClient
-    asynchronous = True
-
-    async def request(self, call: APICall[Any]) -> Any:
-        """Run a call's flow to its result (or error)."""
-        flow = self.flow(call)
-        try:
-            command = next(flow)
-            while True:
-                try:
-                    outcome = await self._perform(command)
-                except BaseException as exc:  # the flow classifies it, or cleans up and re-raises
-                    command = flow.throw(exc)
-                else:
-                    command = flow.send(outcome)
-        except StopIteration as done:
-            return done.value
-
-    async def fetch(self, url: str) -> bytes:
-        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
-        data: bytes = await self.request(fetch_call(url))
-        return data
-
-    async def _perform(self, command: Any) -> Any:
-        kind = type(command)
-        if kind is Send:
-            return await self.http_client.send(command.request, stream=command.stream)
-        if kind is Next:
-            if command.timeout is None:
-                return await anext(command.iterator, None)
-            import anyio
-
-            with anyio.fail_after(command.timeout):
-                return await anext(command.iterator, None)
-        if kind is Sleep:
-            return await self.retry.async_sleep(command.seconds)
-        if kind is Body:
-            response = command.response
-            return response.aiter_bytes() if command.decoded else response.aiter_raw()
-        if kind is Read:
-            return await command.response.aread()
-        if kind is Close:
-            import anyio
-
-            close = getattr(command.target, "aclose", None) or command.target.close
-            with anyio.CancelScope(shield=True):
-                return await close()
-        if kind is Acquire:
-            return await command.slots.acquire()
-        return await command.aperform()  # a command of its own (a WebSocket's)
-
-    def stream_type(self) -> Any:
-        from ._streaming import AsyncStream
-
-        return AsyncStream
-
-    def streamed_response(
-        self,
-        call: APICall[Any],
-        response: httpx.Response,
-        attempts: int,
-        on_close: Callable[[], None] | None,
-    ) -> Any:
-        from ._response import AsyncStreamedResponse
-
-        return AsyncStreamedResponse(
-            response, attempts, call.parse, on_close, self._stream_over(call)
-        )
 
 
 def fetch_call(url: str) -> APICall[bytes]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import httpx
-from typing_extensions import Self
 
 from ._classify import parse_body, request_failed
+from ._closing import AsyncClosing, Closing
 from .errors import RateLimitInfo
 
 T = TypeVar("T")
@@ -63,7 +62,7 @@ class _StreamedBase(_ReplyInfo):
         http_response: httpx.Response,
         attempts: int,
         parse: Callable[[bytes], Any],
-        on_close: Callable[[], None] | None,
+        on_close: Callable[[], object] | None,
         open_stream: Callable[[httpx.Response], Any] | None = None,
     ) -> None:
         self.http_response = http_response
@@ -85,7 +84,7 @@ class _StreamedBase(_ReplyInfo):
 _READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
 
 
-class StreamedResponse(_StreamedBase):
+class StreamedResponse(_StreamedBase, Closing):
     """A 2xx reply whose body has not been read: read it as you like, in a ``with`` block
     (which closes the connection). ``parse()`` reads it and returns the typed result."""
 
@@ -120,19 +119,8 @@ class StreamedResponse(_StreamedBase):
         finally:
             self._closed()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncStreamedResponse(_StreamedBase):
+class AsyncStreamedResponse(_StreamedBase, AsyncClosing):
     """`StreamedResponse` for async code: ``async with``, ``await read()``, ``async for``."""
 
     async def read(self) -> bytes:
@@ -170,14 +158,3 @@ class AsyncStreamedResponse(_StreamedBase):
                 await self.http_response.aclose()
             finally:
                 self._closed()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

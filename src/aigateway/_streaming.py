@@ -23,14 +23,13 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from functools import cached_property
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
 import httpx
-from typing_extensions import Self
 
 from ._classify import error_event, read_json, request_failed
+from ._closing import AsyncClosing, Closing
 from ._sse import SSEDecodeError, SSEDecoder
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimer
 from .errors import (
@@ -205,7 +204,7 @@ class ChunkDecoder(Generic[T]):
         )
 
 
-class SyncChunkIterator(Generic[T]):
+class SyncChunkIterator(Closing, Generic[T]):
     """One generator behind ``for``/``next()``, stopped by ``close()``; leaving a ``with``
     block closes. Subclasses write `_iterate` and `_release` (free the connection)."""
 
@@ -230,19 +229,8 @@ class SyncChunkIterator(Generic[T]):
         close_generator(self._iterator)
         self._release()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncChunkIterator(Generic[T]):
+class AsyncChunkIterator(AsyncClosing, Generic[T]):
     """`SyncChunkIterator` for ``async for``: ``close()`` is shielded, so it completes even
     when the task is being cancelled."""
 
@@ -268,17 +256,6 @@ class AsyncChunkIterator(Generic[T]):
             await aclose_generator(self._iterator)
             await self._release()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
 
 class _StreamBase(Generic[T]):
     """What both streams share: the reply, its decoder, the chunks read ahead, the release."""
@@ -291,7 +268,7 @@ class _StreamBase(Generic[T]):
         head: list[T] | None = None,
         *,
         on_chunk: Callable[[httpx.Response, object], None] | None = None,
-        on_close: Callable[[], None] | None = None,
+        on_close: Callable[[], object] | None = None,
     ) -> None:
         self.response = response
         self._decoder = decoder

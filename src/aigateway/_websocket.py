@@ -29,7 +29,8 @@ import anyio
 import httpx
 
 from ._classify import status_error
-from ._http import APICall, Close, Flow, Pipeline, Slot
+from ._commands import Close, Flow, Slot
+from ._http import APICall, Pipeline
 from ._optional import require
 from ._retry import set_attempts
 from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator
@@ -231,7 +232,7 @@ class _SocketBase:
         decoder: ChunkDecoder[ChatCompletionChunk],
         head: list[ChatCompletionChunk],
         observe: Callable[[httpx.Response, object], None],
-        on_close: Callable[[], None] | None,
+        on_close: Callable[[], object] | None,
     ) -> None:
         self._connection = connection
         self._decoder = decoder

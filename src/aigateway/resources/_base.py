@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hi
 from typing_extensions import ParamSpec, Required
 
 if TYPE_CHECKING:
-    from .._http import APICall, AsyncPipeline, RawResponse, SyncPipeline
+    from .._drivers import AsyncPipeline, SyncPipeline
+    from .._http import APICall, RawResponse
     from .._response import AsyncStreamedResponse, StreamedResponse
 
 P = ParamSpec("P")

@@ -1,0 +1,105 @@
+"""The I/O a request flow asks its driver for, as small commands.
+
+A flow (`aigateway._http.Pipeline.flow`) yields one of these wherever it needs the network, a
+wait or a lock, and is sent back the outcome (or has the exception thrown in). The sync and
+async drivers (`aigateway._drivers`) perform them; nothing here does I/O itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any, NamedTuple, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+
+__all__ = [
+    "NO_SLOT",
+    "Acquire",
+    "Body",
+    "Close",
+    "Flow",
+    "Next",
+    "Read",
+    "Send",
+    "Sleep",
+    "Slot",
+]
+
+Flow = Generator[Any, Any, T]
+"""A flow: yields commands, is sent their outcomes, returns the call's result."""
+
+
+class Send(NamedTuple):
+    """Send ``request``; answer the `httpx.Response` (its body unread when ``stream``)."""
+
+    request: httpx.Request
+    stream: bool
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+class Acquire(NamedTuple):
+    """Take a concurrency slot (a semaphore)."""
+
+    slots: Any
+
+
+class Body(NamedTuple):
+    """Start reading a reply's body: answer its (async) iterator of decoded bytes."""
+
+    response: httpx.Response
+
+    @property
+    def decoded(self) -> bool:
+        """Whether to read through httpx's decoding layer: for a ``Content-Encoding`` (gzip,
+        ...) and a body already read; else the raw bytes, one layer less on every chunk."""
+        response = self.response
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        return encoding not in ("", "identity") or response.is_stream_consumed
+
+
+class Next(NamedTuple):
+    """The next item of a (async) iterator, or None at its end; an async driver gives up
+    after ``timeout`` seconds with `TimeoutError` (a sync one relies on the socket's)."""
+
+    iterator: Any
+    timeout: float | None = None
+
+
+class Read(NamedTuple):
+    """Read a reply's whole body."""
+
+    response: httpx.Response
+
+
+class Close(NamedTuple):
+    """Close a reply, a body iterator or a socket (shielded from cancellation)."""
+
+    target: Any
+
+
+class Slot:
+    """A taken concurrency slot: given back once, by the call, or by the stream it was
+    handed to (`take`)."""
+
+    __slots__ = ("_release",)
+
+    def __init__(self, release: Callable[[], object] | None) -> None:
+        self._release = release
+
+    def take(self) -> Callable[[], object] | None:
+        """The release, for a stream that keeps the slot until it closes."""
+        release, self._release = self._release, None
+        return release
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+NO_SLOT = Slot(None)

@@ -18,12 +18,12 @@ import aigateway
 from aigateway import (
     AsyncClient,
     Client,
+    InsecureBaseURLWarning,
     NotFoundError,
     RateLimitInfo,
     RetryPolicy,
     StreamTimeoutError,
 )
-from aigateway._config import InsecureBaseURLWarning
 from aigateway._limits import RequestBudget
 from aigateway._timeouts import StreamTimer
 from aigateway.testing import MockGateway

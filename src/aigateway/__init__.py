@@ -33,6 +33,7 @@ from .errors import (
     ConfigurationError,
     ConflictError,
     IncompleteStreamError,
+    InsecureBaseURLWarning,
     InsufficientCreditsError,
     InternalServerError,
     InvalidRequestError,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         ChatCompletionStream,
         accumulate,
     )
+    from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
@@ -59,6 +61,8 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Stream": "._streaming",
+    "StreamedResponse": "._response",
+    "AsyncStreamedResponse": "._response",
     "AsyncStream": "._streaming",
     "ChatCompletionAccumulator": "._chat_stream",
     "ChatCompletionStream": "._chat_stream",
@@ -103,6 +107,7 @@ __all__ = [
     "AsyncChatSocket",
     "AsyncClient",
     "AsyncStream",
+    "AsyncStreamedResponse",
     "AuthenticationError",
     "BadRequestError",
     "ChatCompletion",
@@ -114,6 +119,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "IncompleteStreamError",
+    "InsecureBaseURLWarning",
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
@@ -131,6 +137,7 @@ __all__ = [
     "ServiceUnavailableError",
     "Stream",
     "StreamConnectionError",
+    "StreamedResponse",
     "StreamTimeoutError",
     "__version__",
     "new_idempotency_key",

@@ -17,7 +17,7 @@ import httpx
 
 from ._timeouts import StreamTimeouts
 from ._version import __version__
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InsecureBaseURLWarning
 
 API_KEY_ENV: Final = "AIGATEWAY_API_KEY"
 BASE_URL_ENV: Final = "AIGATEWAY_BASE_URL"
@@ -84,11 +84,6 @@ def site_root(base_url: httpx.URL) -> httpx.URL:
 
 _warned_hosts: set[str] = set()
 _LOCAL_SUFFIXES = (".localhost", ".test", ".invalid", ".example", ".local")
-
-
-class InsecureBaseURLWarning(UserWarning):
-    """The base URL is plain ``http://`` to a host on the network: the API key would travel
-    unencrypted. Use ``https://`` (loopback and reserved test names do not warn)."""
 
 
 def warn_if_plain_http(base_url: httpx.URL) -> None:

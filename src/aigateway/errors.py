@@ -24,6 +24,8 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
 
     LowBalanceWarning               a ``UserWarning``, emitted once per client when a reply
                                     says the balance is below 10 credits
+    InsecureBaseURLWarning          a ``UserWarning``, emitted once per host for a plain
+                                    ``http://`` base address on the network
 
 Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
 text. They never carry the API key in their message or repr, and they pickle (to cross a
@@ -53,6 +55,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "IncompleteStreamError",
+    "InsecureBaseURLWarning",
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
@@ -437,6 +440,12 @@ class InternalServerError(APIStatusError):
 
 class ServiceUnavailableError(InternalServerError):
     """503: the service is temporarily unavailable."""
+
+
+class InsecureBaseURLWarning(AIGatewayError, UserWarning):
+    """The base URL is plain ``http://`` to a host on the network, so the API key would travel
+    unencrypted; emitted once per host. Use ``https://`` (loopback addresses, ``localhost`` and
+    names reserved for tests and local networks do not warn)."""
 
 
 class LowBalanceWarning(AIGatewayError, UserWarning):

@@ -104,6 +104,28 @@ async def test_the_first_event_timeout_is_a_per_call_option_too(kind: str) -> No
         await close(client)
 
 
+async def test_a_paced_stream_slower_than_the_idle_limit_times_out_in_process(kind: str) -> None:
+    from aigateway.testing._pacing import StreamPacing
+
+    waited: list[float] = []
+
+    async def async_wait(seconds: float) -> None:
+        waited.append(seconds)
+
+    gateway = MockGateway()
+    gateway.stream_pacing = StreamPacing(0.0, 5.0, sleep=waited.append, async_sleep=async_wait)
+    client = mock_client(gateway, kind, stream_idle_timeout=2)
+    start = gateway.clock.now()
+    try:
+        with pytest.raises(StreamTimeoutError, match="stalled") as caught:
+            await read_stream(client, model="gpt-4o", messages=HELLO)
+    finally:
+        await close(client)
+    assert caught.value.received >= 1  # the first chunk came at once, the second too late
+    assert waited == [2.0]  # the wait a socket would have made: the idle limit, not 5 s
+    assert gateway.clock.now() - start == pytest.approx(2.0)
+
+
 @pytest.fixture(scope="module")
 def slow_server() -> Iterator[str]:
     gateway = MockGateway(time_to_first_token=0.3)

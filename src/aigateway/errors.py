@@ -34,9 +34,7 @@ process boundary) with the request's ``Authorization`` header redacted.
 
 from __future__ import annotations
 
-import copy
 import math
-import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +112,8 @@ def _picklable(value: Any) -> Any:
     elif isinstance(value, httpx.Response):
         value = _detached_response(value)
     try:
+        import pickle
+
         pickle.dumps(value)
     except Exception:
         return None
@@ -123,6 +123,8 @@ def _picklable(value: Any) -> Any:
 def _redacted_request(request: httpx.Request) -> httpx.Request:
     """A copy of ``request`` (body kept when read, stream left out) whose credentials read
     ``<scheme> <redacted>``."""
+    import copy
+
     clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
     clone.headers = request.headers.copy()
     for name in _SECRET_HEADERS:
@@ -135,6 +137,8 @@ def _redacted_request(request: httpx.Request) -> httpx.Request:
 def _detached_response(response: httpx.Response) -> httpx.Response:
     """A copy of ``response`` (status, headers, body when read) with a redacted request and
     no stream or redirect history."""
+    import copy
+
     clone = copy.copy(response)
     clone.history = []
     if response._request is not None:

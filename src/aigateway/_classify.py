@@ -22,6 +22,7 @@ from .errors import (
     APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
+    body_text,
     snippet,
     status_error_class,
 )
@@ -67,7 +68,7 @@ def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
     """The typed error of a non-2xx reply whose body has been read: the class by status and
     error code, the message from the error body, else what arrived (a redirect names where
     it points; a non-JSON body shows its content type and first characters)."""
-    text = _body_text(response)
+    text = body_text(response)
     body = read_json(text) if text else None
     error = body.get("error") if isinstance(body, dict) else None
     error_type = code = None
@@ -93,13 +94,6 @@ def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
     return cls(
         message, response=response, body=body, error_type=error_type, code=code, attempts=attempts
     )
-
-
-def _body_text(response: httpx.Response) -> str:
-    try:
-        return response.text
-    except (httpx.HTTPError, httpx.StreamError, LookupError, ValueError):
-        return ""  # not read, or a charset Python does not know: the status still tells
 
 
 def error_event(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -43,7 +44,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 OPERATIONS = ("create", "stream", "helper", "models", "run")
 KINDS = ("sync", "asyncio", "trio")
 FUZZ = settings(
-    max_examples=40,
+    max_examples=int(os.environ.get("AIGATEWAY_FUZZ_EXAMPLES", "40")),  # more for a deep run
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

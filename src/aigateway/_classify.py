@@ -110,6 +110,8 @@ def error_event(
     if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
         status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
     content = raw.encode() if isinstance(raw, str) else raw
+    headers = httpx.Headers(headers)
+    headers.pop("content-encoding", None)  # the event is already decoded: no gzip to undo
     response = httpx.Response(status, content=content, headers=headers, request=request)
     return status_error(response)
 

@@ -43,6 +43,7 @@ CHUNK = (
 )
 DONE = b"data: [DONE]\n\n"
 HTML = b"<!DOCTYPE html><html><body>502 Bad Gateway</body></html>"
+HELLO = [{"role": "user", "content": "hi"}]
 STREAM_OPERATIONS = ("stream", "helper")
 
 
@@ -276,3 +277,25 @@ def test_an_error_frame_with_odd_fields_is_a_status_error() -> None:
     with pytest.raises(APIStatusError) as caught:
         frame_decoder().feed_frame(frame)
     assert caught.value.status_code == 500
+
+
+def test_a_deeply_nested_error_frame_over_a_served_socket_is_a_typed_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over a real socket, a frame nested 30000 deep (under the 1 MiB frame limit)."""
+    pytest.importorskip("websockets")
+    import aigateway.testing._asgi as asgi
+    from aigateway import Client
+    from aigateway.testing import MockGateway
+
+    frame = deep('{"error": ', "}", 30_000).decode()
+    monkeypatch.setattr(asgi, "event_frame", lambda event: frame)
+    gateway = MockGateway(seed=8)
+    with gateway.serve() as url:
+        key = gateway.create_account().key
+        with (
+            Client(api_key=key, base_url=url, max_retries=0) as client,
+            pytest.raises(APIResponseValidationError),
+            client.chat.completions.connect(model="gpt-4o", messages=HELLO) as socket,
+        ):
+            list(socket)

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.filterwarnings(
     # httpx's own inner generators, left unclosed when its decoder fails on a body that is not
     # the Content-Encoding it claims; trio's finalizer warns about them (asyncio's does not)
     "ignore:Exception ignored in. <async_generator object "
-    "(Response.aiter_raw|BoundAsyncStream.__aiter__)"
+    "(Response.aiter_raw|BoundAsyncStream.__aiter__|ByteStream.__aiter__)"
     ":pytest.PytestUnraisableExceptionWarning"
 )
 HELLO = [{"role": "user", "content": "hi"}]

@@ -22,6 +22,7 @@ from .errors import (
     APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
+    body_text,
     snippet,
     status_error_class,
 )
@@ -67,7 +68,7 @@ def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
     """The typed error of a non-2xx reply whose body has been read: the class by status and
     error code, the message from the error body, else what arrived (a redirect names where
     it points; a non-JSON body shows its content type and first characters)."""
-    text = _body_text(response)
+    text = body_text(response)
     body = read_json(text) if text else None
     error = body.get("error") if isinstance(body, dict) else None
     error_type = code = None
@@ -95,13 +96,6 @@ def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
     )
 
 
-def _body_text(response: httpx.Response) -> str:
-    try:
-        return response.text
-    except (httpx.HTTPError, httpx.StreamError, LookupError, ValueError):
-        return ""  # not read, or a charset Python does not know: the status still tells
-
-
 def error_event(
     raw: bytes | str, request: httpx.Request, headers: Mapping[str, str] | None = None
 ) -> APIStatusError | None:
@@ -116,6 +110,8 @@ def error_event(
     if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
         status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
     content = raw.encode() if isinstance(raw, str) else raw
+    headers = httpx.Headers(headers)
+    headers.pop("content-encoding", None)  # the event is already decoded: no gzip to undo
     response = httpx.Response(status, content=content, headers=headers, request=request)
     return status_error(response)
 

@@ -79,6 +79,19 @@ def snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+def body_text(response: httpx.Response) -> str:
+    """A reply's body as text, never raising: by its charset, else as UTF-8 with replacement
+    characters (a charset Python does not know, bytes that are not in it); "" when unread."""
+    try:
+        return response.text
+    except (httpx.HTTPError, httpx.StreamError, LookupError, ValueError):
+        pass
+    try:
+        return response.content.decode("utf-8", "replace")
+    except httpx.StreamError:
+        return ""
+
+
 class AIGatewayError(Exception):
     """Base class of every exception raised by `aigateway`.
 
@@ -359,7 +372,7 @@ class APIStatusError(APIError):
         self.headers: httpx.Headers = response.headers
         self.request_id: str | None = response.headers.get("x-request-id")
         self.body = body
-        self.text = response.text
+        self.text = body_text(response)
         self.error_type = error_type
         self.code = code
         self.param = _param_of(body) if param is None else param

@@ -166,7 +166,7 @@ def test_what_only_the_service_can_tell(client: httpx.Client) -> None:
 def test_an_uploaded_file_over_the_limit_is_refused(
     client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("aigateway.testing._run.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("aigateway.testing._service_context.MAX_FILE_BYTES", 10)
     data = base64.b64encode(b"0123456789A").decode()
     response = run(client, "whisper-1", {"audio": f"data:audio/wav;base64,{data}"})
     assert response.status_code == 400
@@ -193,5 +193,8 @@ def test_a_replaced_catalogue_serves_only_its_services() -> None:
     ) as client:
         assert run(client, "acme/voice", {"text": "hi"}).status_code == 200
         assert run(client, "tts-1", {"text": "hi"}).status_code == 404
-    with pytest.raises(ValueError, match="unknown category"):
-        ServiceSpec("x", "telepathy", 1.0)
+    with pytest.raises(ValueError, match="unknown category 'telepathy'"):
+        gateway.services.add(ServiceSpec("x", "telepathy", 1.0))
+    for price in (-0.01, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="price"):
+            ServiceSpec("x", "speech", price)

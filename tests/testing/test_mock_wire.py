@@ -189,17 +189,20 @@ def test_streamed_reply_value_has_no_single_json_body(gateway: MockGateway) -> N
     assert b"".join(response.body).endswith(b"data: [DONE]\n\n")  # type: ignore[arg-type]
 
 
-def test_an_internal_failure_is_a_500_error_reply(
-    gateway: MockGateway, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+def test_an_internal_failure_is_a_500_error_reply_that_tells_nothing_inside(
+    gateway: MockGateway, client: httpx.Client, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("boom")
+    def broken(request: object) -> str:
+        raise RuntimeError("boom at /secret/path")
 
-    monkeypatch.setattr(gateway._engine, "complete", broken)
+    gateway.reply_with(broken)
     response = client.post("/chat/completions", json={"model": "gpt-4o", "messages": user()})
     assert response.status_code == 500
     assert response.json()["error"]["type"] == "server_error"
-    assert "boom" in response.json()["error"]["message"]
+    assert "boom" not in response.text
+    assert "secret" not in response.text
+    assert response.headers["x-request-id"] in response.json()["error"]["message"]
+    assert "boom at /secret/path" in caplog.text  # the operator's log has it
     assert REQUEST_ID.match(response.headers["x-request-id"])
     assert gateway.charges == []
 

@@ -26,14 +26,18 @@ from __future__ import annotations
 from ._accounts import Account, Charge, ChargeResult, Ledger
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
+from ._engine import ScriptedReply
 from ._faults import FaultPlan
 from ._gateway import MockGateway
 from ._idempotency import IdempotencyStore
 from ._ratelimits import PRESETS as RATE_LIMIT_PRESETS
 from ._ratelimits import RateLimiter, RateLimits
+from ._routes import RequestContext
+from ._run import ServiceCategory
+from ._service_context import Plan, ServiceContext, refuse
 from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
 from ._transport import MockTransport
-from ._wire import MockRequest, MockResponse
+from ._wire import MockRequest, MockResponse, error_response, json_response
 
 __all__ = [
     "Account",
@@ -50,7 +54,12 @@ __all__ = [
     "MockResponse",
     "MockTransport",
     "ModelSpec",
+    "Plan",
+    "RequestContext",
+    "ScriptedReply",
     "ServiceCatalogue",
+    "ServiceCategory",
+    "ServiceContext",
     "ServiceSpec",
     "ServiceStores",
     "FileStore",
@@ -58,4 +67,7 @@ __all__ = [
     "RateLimits",
     "default_catalogue",
     "default_services",
+    "error_response",
+    "json_response",
+    "refuse",
 ]

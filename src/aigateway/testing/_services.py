@@ -13,8 +13,10 @@ and SQL databases of the storage and database services.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..types.service_params import CATEGORIES
@@ -36,8 +38,17 @@ class ServiceSpec:
     """``image``, ``second``, ``1k_characters``, ``request``, ``message`` or ``page``."""
 
     def __post_init__(self) -> None:
-        if self.category not in CATEGORIES:
-            raise ValueError(f"unknown category {self.category!r}; known: {', '.join(CATEGORIES)}")
+        if not isinstance(self.category, str) or not self.category:
+            raise ValueError(f"a service's category is a non-empty string, got {self.category!r}")
+        price = self.price
+        if (
+            isinstance(price, bool)
+            or not isinstance(price, int | float)
+            or not math.isfinite(price)
+        ):
+            raise ValueError(f"a service's price is a finite number of credits, got {price!r}")
+        if price < 0:
+            raise ValueError(f"a service's price cannot be negative, got {price!r}")
 
 
 def default_services() -> list[ServiceSpec]:
@@ -70,9 +81,24 @@ def default_services() -> list[ServiceSpec]:
 
 class ServiceCatalogue(SpecCatalogue[ServiceSpec]):
     """The services a gateway runs, keyed by id: add, replace or delete them like a dict;
-    ids are found in either spelling, and a miss names the closest ids."""
+    ids are found in either spelling, and a miss names the closest ids. A service of a
+    category the gateway does not know is refused when it is added."""
 
     spec_type = ServiceSpec
+
+    def __init__(
+        self, specs: Iterable[ServiceSpec] = (), categories: Collection[str] = CATEGORIES
+    ) -> None:
+        self._categories = categories
+        super().__init__(specs)
+
+    def __setitem__(self, key: str, spec: ServiceSpec) -> None:
+        if isinstance(spec, ServiceSpec) and spec.category not in self._categories:
+            raise ValueError(
+                f"unknown category {spec.category!r}; known: {', '.join(self._categories)} "
+                "(gateway.add_service_category adds one)"
+            )
+        super().__setitem__(key, spec)
 
     def of_category(self, category: str) -> list[str]:
         """The ids of one category."""
@@ -80,24 +106,29 @@ class ServiceCatalogue(SpecCatalogue[ServiceSpec]):
 
 
 class FileStore:
-    """Files the mock's services made or were given, by id; served at ``/v1/files/{id}``."""
+    """Files the mock's services made or were given, by id, each owned by an account; served
+    at ``/v1/files/{id}`` to that account's key only."""
 
     def __init__(self, ids: IdSource) -> None:
         self._ids = ids
-        self._files: dict[str, tuple[bytes, str]] = {}
+        self._files: dict[str, tuple[bytes, str, str | None]] = {}
         self._lock = threading.Lock()
 
-    def put(self, data: bytes, content_type: str) -> str:
-        """Keep ``data``; returns its id (``file_...``)."""
+    def put(self, data: bytes, content_type: str, *, owner: str | None = None) -> str:
+        """Keep ``data`` for account ``owner``; returns its id (``file_...``)."""
         file_id = self._ids.next("file", "file_")
         with self._lock:
-            self._files[file_id] = (data, content_type)
+            self._files[file_id] = (data, content_type, owner)
         return file_id
 
-    def get(self, file_id: str) -> tuple[bytes, str] | None:
-        """``(bytes, content type)`` of a file, or None."""
+    def get(self, file_id: str, *, owner: str | None = None) -> tuple[bytes, str] | None:
+        """``(bytes, content type)`` of a file, or None (also when ``owner`` is given and the
+        file belongs to another account)."""
         with self._lock:
-            return self._files.get(file_id)
+            found = self._files.get(file_id)
+        if found is None or (owner is not None and found[2] not in (None, owner)):
+            return None
+        return found[0], found[1]
 
     def __len__(self) -> int:
         return len(self._files)

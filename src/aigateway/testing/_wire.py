@@ -32,6 +32,7 @@ __all__ = [
     "dumps",
     "error_body",
     "error_response",
+    "json_loads_bounded",
     "json_response",
     "sse_event",
     "sse_response",
@@ -94,8 +95,36 @@ class MockRequest:
         return dict(parse_qsl(self.query, keep_blank_values=True))
 
     def json(self) -> Any:
-        """The body decoded as JSON (raises ``ValueError`` when it is not JSON)."""
-        return json.loads(self.body)
+        """The body decoded as JSON (raises ``ValueError`` when it is not JSON, or nested
+        deeper than `MAX_JSON_DEPTH`)."""
+        return json_loads_bounded(self.body)
+
+
+MAX_JSON_DEPTH = 64
+"""How deep a request's JSON may nest; deeper is a 400, never a ``RecursionError``."""
+
+
+def json_loads_bounded(body: bytes | str) -> Any:
+    """``json.loads``, refusing (``ValueError``) a value nested deeper than `MAX_JSON_DEPTH`."""
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    level: list[Any] = [value]
+    for depth in range(MAX_JSON_DEPTH + 1):
+        below = [
+            item
+            for node in level
+            if isinstance(node, dict | list)
+            for item in (node.values() if isinstance(node, dict) else node)
+            if isinstance(item, dict | list)
+        ]
+        if not below:
+            return value
+        if depth == MAX_JSON_DEPTH - 1:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        level = below
+    return value
 
 
 @dataclass

@@ -48,7 +48,7 @@ class WebSocketSession:
 
     def refusal(self) -> tuple[str, str] | None:
         """``(Error frame, close reason)`` when the key is missing or wrong, else None."""
-        problem = self._gateway._authenticate(MockRequest("GET", "/v1/stream", self._headers))
+        problem = self._gateway.authenticate(MockRequest("GET", "/v1/stream", self._headers))
         if not isinstance(problem, MockResponse):
             return None
         frame = error_frame(problem)

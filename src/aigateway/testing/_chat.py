@@ -1,0 +1,182 @@
+"""The mock's chat and model routes: ``POST /v1/chat/completions``, ``GET /v1/models[/{id}]``.
+
+Chat: auth (401), a JSON object body (400), the same validation as the client (400, every
+limit), the model in either id spelling (404 naming the closest ids), vision and tools
+capability (400), the prompt against the context window (400), the reply (a scripted one, the
+user's reply function, or the seeded fake model), then billing: ``prompt_tokens / 1000 *
+input price + completion_tokens / 1000 * output price``; a balance below that is a 402 and
+nothing is charged. Replies carry ``_remaining_credits`` and ``_balance_warning``. A streamed
+reply is charged before its first byte, since the whole output is known then.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ..errors import InvalidRequestError
+from ..types._validation import validate
+from ..types.chat_params import ALLOWED, ChatCompletionRequest
+from ._accounts import to_decimal
+from ._billing import credits_fields, insufficient_credits_response
+from ._catalogue import ModelSpec, model_object
+from ._engine import (
+    completion_body,
+    count_prompt_tokens,
+    has_image,
+    stream_chunks,
+    tool_choice_problem,
+)
+from ._pacing import paced
+from ._routes import INVALID, RequestContext
+from ._wire import MockResponse, error_response, json_response, sse_response
+
+__all__ = ["chat_completions", "find_model", "list_models", "retrieve_model"]
+
+_REQUEST_ADAPTER: TypeAdapter[ChatCompletionRequest] = TypeAdapter(ChatCompletionRequest)
+
+
+def find_model(ctx: RequestContext, model_id: str) -> ModelSpec | MockResponse:
+    """The chat model ``model_id`` (either spelling), or the 404 naming the closest ids."""
+    spec = ctx.catalogue.find(model_id)
+    if spec is not None:
+        return spec
+    closest = ctx.catalogue.closest(model_id)
+    hint = (
+        f"closest known ids: {', '.join(closest)}"
+        if closest
+        else f"the {len(ctx.catalogue)} known ids are listed by GET /models"
+    )
+    return error_response(
+        404, f"model {model_id!r} does not exist; {hint}", INVALID, "model_not_found",
+        param="model",
+    )  # fmt: skip
+
+
+def list_models(ctx: RequestContext) -> MockResponse:
+    """``GET /v1/models``."""
+    auth = ctx.authenticate()
+    if isinstance(auth, MockResponse):
+        return auth
+    data = [model_object(spec) for spec in ctx.catalogue.specs()]
+    return json_response(200, {"object": "list", "data": data})
+
+
+def retrieve_model(ctx: RequestContext) -> MockResponse:
+    """``GET /v1/models/{id}`` (ids may contain ``/``, raw or as ``%2F``)."""
+    auth = ctx.authenticate()
+    if isinstance(auth, MockResponse):
+        return auth
+    spec = find_model(ctx, ctx.argument)
+    if isinstance(spec, MockResponse):
+        return spec
+    return json_response(200, model_object(spec))
+
+
+def chat_completions(ctx: RequestContext) -> MockResponse:
+    """``POST /v1/chat/completions``, plain or streamed."""
+    account = ctx.authenticate()
+    if isinstance(account, MockResponse):
+        return account
+    raw = ctx.json_object()
+    if isinstance(raw, MockResponse):
+        return raw
+    try:
+        body = validate(_REQUEST_ADAPTER, raw, ALLOWED)
+    except InvalidRequestError as exc:
+        message = "; ".join(str(violation) for violation in exc.violations)
+        return error_response(400, message, INVALID, "invalid_parameter", param=exc.field)
+    spec = find_model(ctx, body["model"])
+    if isinstance(spec, MockResponse):
+        return spec
+    problem = _capability_problem(ctx, body, spec)
+    if problem is not None:
+        return problem
+
+    replies = ctx.replies
+    queued = replies.take_queued()
+    scripted = queued if queued is not None else replies.from_function(body)
+    completion = replies.engine.complete(
+        body,
+        model_id=spec.id,
+        new_call_id=lambda: ctx.new_id("call", "call_"),
+        scripted=scripted,
+        function_call=raw.get("function_call"),
+    )
+    cost = (
+        Decimal(completion.prompt_tokens) * to_decimal(spec.input_price_per_1k)
+        + Decimal(completion.completion_tokens) * to_decimal(spec.output_price_per_1k)
+    ) / 1000
+    result = ctx.ledger.charge(
+        account.key,
+        cost,
+        model=spec.id,
+        request_id=ctx.request_id,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+    )
+    if not result.ok:
+        if queued is not None:
+            replies.put_back(queued)
+        return insufficient_credits_response(cost, result.balance)
+    credits = credits_fields(result.balance)
+    completion_id = ctx.new_id("completion", "chatcmpl-")
+    created = int(ctx.clock.now())
+    if body.get("stream"):
+        options = raw.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        chunks = stream_chunks(
+            completion,
+            id=completion_id,
+            created=created,
+            model=spec.id,
+            credits=credits,
+            include_usage=include_usage,
+        )
+        return paced(sse_response(chunks), ctx.pacing)
+    reply = completion_body(
+        completion, id=completion_id, created=created, model=spec.id, credits=credits
+    )
+    return json_response(200, reply)
+
+
+def _capability_problem(
+    ctx: RequestContext, body: ChatCompletionRequest, spec: ModelSpec
+) -> MockResponse | None:
+    messages: list[Any] = list(body["messages"])
+    if not spec.vision and has_image(messages):
+        capable = [s.id for s in ctx.catalogue.specs() if s.vision]
+        return error_response(
+            400,
+            f"model {spec.id!r} does not accept image input; vision-capable models: "
+            f"{', '.join(capable) or 'none'}",
+            INVALID,
+            "model_not_vision_capable",
+            param="messages",
+        )
+    if not spec.tools and (body.get("tools") or body.get("functions")):
+        capable = [s.id for s in ctx.catalogue.specs() if s.tools]
+        return error_response(
+            400,
+            f"model {spec.id!r} does not support tools; tool-capable models: "
+            f"{', '.join(capable) or 'none'}",
+            INVALID,
+            "model_not_tool_capable",
+            param="tools",
+        )
+    problem = tool_choice_problem(body)
+    if problem is not None:
+        return error_response(400, problem, INVALID, "invalid_parameter", param="tool_choice")
+    prompt_tokens = count_prompt_tokens(messages)
+    if prompt_tokens > spec.context_window:
+        return error_response(
+            400,
+            f"the messages take {prompt_tokens} tokens; model {spec.id!r} accepts at most "
+            f"{spec.context_window}",
+            INVALID,
+            "context_length_exceeded",
+            param="messages",
+        )
+    return None

@@ -348,3 +348,38 @@ def test_a_with_options_copy_builds_its_own_resources() -> None:
         gateway.faults.fail(503, times=1)
         assert patient.create(model="gpt-4o", messages=HELLO).text
     assert isinstance(hasty._pipeline.http_client, httpx.Client)
+
+
+# -- WebSocket connect() against the in-process mock ---------------------------------------
+
+
+async def test_connect_works_against_the_in_process_mock(kind: str) -> None:
+    gateway = MockGateway(seed=4)
+    client = mock_client(gateway, kind)
+    try:
+        socket = await resolve(client.chat.completions.connect(model="gpt-4o", messages=HELLO))
+        if isinstance(client, Client):
+            with socket:
+                chunks = list(socket)
+        else:
+            async with socket:
+                chunks = [chunk async for chunk in socket]
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+        plain = await resolve(client.chat.completions.create(model="gpt-4o", messages=HELLO))
+        assert text == plain.text  # the same seeded reply over either endpoint
+        assert client.remaining_credits == pytest.approx(gateway.credits())
+        with pytest.raises(NotFoundError, match="no-such-model"):  # the error frame comes first
+            await resolve(client.chat.completions.connect(model="no-such-model", messages=HELLO))
+    finally:
+        await close(client)
+    assert len(gateway.charges) == 2
+
+
+async def test_connect_in_process_with_a_wrong_key_is_an_authentication_error(kind: str) -> None:
+    gateway = MockGateway()
+    client = mock_client(gateway, kind, api_key="sk-wrong", max_retries=0)
+    try:
+        with pytest.raises(aigateway.AuthenticationError):
+            await resolve(client.chat.completions.connect(model="gpt-4o", messages=HELLO))
+    finally:
+        await close(client)

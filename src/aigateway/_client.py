@@ -127,7 +127,9 @@ class _BaseClient(Generic[PipelineT]):
         state = ClientState(budget=RequestBudget() if config.wait_for_rate_limit else None)
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
-        self._pipeline = pipeline_type(config, http_client, state, retry_policy or RetryPolicy())
+        self._pipeline = pipeline_type(
+            config, http_client, state, retry_policy or RetryPolicy(), transport
+        )
 
     @property
     def config(self) -> ClientConfig:
@@ -215,8 +217,13 @@ class _BaseClient(Generic[PipelineT]):
         """A client sharing this one's connection pool and memory, with other settings: a new
         object, so it builds its own resources around its own pipeline."""
         twin = object.__new__(type(self))
-        twin._pipeline = type(self._pipeline)(
-            config, self._pipeline.http_client, self._pipeline.state, retry or self._pipeline.retry
+        pipeline = self._pipeline
+        twin._pipeline = type(pipeline)(
+            config,
+            pipeline.http_client,
+            pipeline.state,
+            retry or pipeline.retry,
+            pipeline.transport,
         )
         twin._owns_http_client = False  # the original closes the shared pool
         return twin

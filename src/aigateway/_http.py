@@ -101,11 +101,14 @@ class Pipeline:
         http_client: httpx.Client | httpx.AsyncClient,
         state: ClientState,
         retry: RetryPolicy,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
         self.http_client = http_client
         self.state = state
         self.retry = retry
+        self.transport = transport
+        """The transport the client was given, if any (a mock's serves sockets in-process)."""
         self._headers = config.headers()
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
 

@@ -117,6 +117,32 @@ class Connect(NamedTuple):
         return await client.connect(self.url, **self.options)
 
 
+class ConnectInProcess(NamedTuple):
+    """Open a socket on a transport that serves the gateway in-process (the mock's), which
+    offers ``websocket_connect``: no network, no ``websockets`` package needed."""
+
+    connect: Callable[..., Any]
+    url: str
+    headers: dict[str, str]
+    subprotocols: list[str]
+
+    def perform(self) -> Any:
+        return self.connect(self.url, self.headers, self.subprotocols, asynchronous=False)
+
+    async def aperform(self) -> Any:
+        return self.connect(self.url, self.headers, self.subprotocols, asynchronous=True)
+
+
+def closed_errors() -> tuple[type[BaseException], ...]:
+    """What a connection raises when the server closed it: ``websockets``' error (when the
+    package is there) and `ConnectionError` (the in-process socket's)."""
+    try:
+        from websockets.exceptions import ConnectionClosed
+    except ImportError:
+        return (ConnectionError,)
+    return (ConnectionClosed, ConnectionError)
+
+
 class SendText(NamedTuple):
     connection: Any
     text: str
@@ -149,7 +175,6 @@ def open_socket(
 ) -> Flow[Any]:
     """The exchange of a WebSocket call: handshake, send the request, read up to the first
     chunk; a refusal or a failure before that chunk is an error the retry policy judges."""
-    exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
     url = websocket_url(request.url)
     subprotocols, headers = handshake(request)
     authorization = request.headers.get("authorization", "")
@@ -166,8 +191,15 @@ def open_socket(
         "logger": _RedactingLogger(authorization.partition(" ")[2]),
     }
     timer = pipeline.stream_timeouts(call).timer(pipeline.retry.monotonic)
+    in_process = getattr(pipeline.transport, "websocket_connect", None)
+    if in_process is not None:
+        connect: Any = ConnectInProcess(in_process, url, headers, subprotocols)
+    else:
+        require("websockets.exceptions", "ws", "WebSocket streaming")
+        connect = Connect(url, options)
+    closed = closed_errors()
     try:
-        connection = yield Connect(url, options)
+        connection = yield connect
     except ImportError:
         raise
     except Exception as exc:
@@ -178,14 +210,14 @@ def open_socket(
     head: list[ChatCompletionChunk] = []
     try:
         # a close here is not the end: the frames the server sent before closing say why
-        with contextlib.suppress(exceptions.ConnectionClosed):
+        with contextlib.suppress(*closed):
             yield SendText(connection, request.content.decode("utf-8"))
         while not head and not decoder.done:
             try:
                 message = yield Receive(connection, decoder.next_wait())
             except TimeoutError as exc:
                 raise decoder.stalled() from exc
-            except exceptions.ConnectionClosed as exc:  # before any data: a failed attempt
+            except closed as exc:  # before any data: a failed attempt
                 raise APIConnectionError(_closed_early(exc), request=socket_request) from exc
             frame_chunk = decoder.feed_frame(message)
             if frame_chunk is not None:
@@ -214,7 +246,7 @@ def _open_error(exc: Exception, request: httpx.Request) -> APIError:
     )
 
 
-def _closed_early(exc: Exception) -> str:
+def _closed_early(exc: BaseException) -> str:
     frame = getattr(exc, "rcvd", None)
     if frame is not None:
         return (
@@ -239,7 +271,7 @@ class _SocketBase:
         self._head = head
         self._observe = observe
         self._on_close = on_close
-        self._exceptions = require("websockets.exceptions", "ws", "WebSocket streaming")
+        self._closed_errors = closed_errors()
         self.request = decoder.response.request
         self.url = str(self.request.url)
 
@@ -265,7 +297,7 @@ class _SocketBase:
         """Our error for a failed wait for a frame: a stall, or a close before the done frame."""
         if isinstance(exc, TimeoutError):
             return self._decoder.stalled()
-        if isinstance(exc, self._exceptions.ConnectionClosed | OSError):
+        if isinstance(exc, (*self._closed_errors, OSError)):
             return self._decoder.incomplete(_closed_early(exc), StreamConnectionError)
         return None
 

@@ -11,7 +11,7 @@ the official ``openai`` SDK) accepts such a transport.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
@@ -19,6 +19,7 @@ import httpx
 from ._delivery import deliver
 from ._pacing import aiter_body
 from ._wire import MockRequest, MockResponse
+from ._ws_inprocess import AsyncInProcessSocket, InProcessSocket
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
@@ -91,6 +92,19 @@ class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         mock_request = to_mock_request(request, await request.aread())
         response = deliver(lambda: self.gateway.handle(mock_request), request, self.gateway.clock)
         return to_httpx_response(response, request, asynchronous=True)
+
+    def websocket_connect(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        subprotocols: Sequence[str],
+        *,
+        asynchronous: bool,
+    ) -> InProcessSocket | AsyncInProcessSocket:
+        """A WebSocket to the gateway's ``/v1/stream`` in this process (our client's
+        ``chat.completions.connect()`` uses it when its transport is this one)."""
+        socket_type = AsyncInProcessSocket if asynchronous else InProcessSocket
+        return socket_type(self.gateway, headers, subprotocols)
 
     def __repr__(self) -> str:
         return f"MockTransport(base_url={self.gateway.base_url!r})"

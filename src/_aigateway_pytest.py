@@ -30,13 +30,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
     from aigateway import AsyncClient, Client
     from aigateway.testing import MockGateway
+
+_T = TypeVar("_T")
 
 MARKER = "aigateway"
 _PLUGIN_OPTIONS = ("faults", "allow_hosts")
@@ -65,21 +67,18 @@ class _Options:
 
     def build(self) -> MockGateway:
         """A fresh gateway with these options and faults."""
+        import functools
+
         from aigateway.testing import MockGateway
 
-        try:
-            gateway = MockGateway(**self.gateway)
-        except (TypeError, ValueError) as exc:
-            _marker_error(str(exc))
+        gateway = _or_marker_error(lambda: MockGateway(**self.gateway))
         if callable(self.faults):
             self.faults(gateway)
             return gateway
         for name, *args in self.faults:
             kwargs = args.pop() if args and isinstance(args[-1], dict) else {}
-            try:
-                getattr(gateway.faults, name)(*args, **kwargs)
-            except (TypeError, ValueError) as exc:
-                _marker_error(f"faults entry {(name, *args, kwargs)!r}: {exc}")
+            fault = functools.partial(getattr(gateway.faults, name), *args, **kwargs)
+            _or_marker_error(fault, f"faults entry {(name, *args, kwargs)!r}: ")
         return gateway
 
 
@@ -88,6 +87,15 @@ _OPTIONS_KEY = pytest.StashKey[_Options]()
 
 def _marker_error(problem: str) -> NoReturn:
     pytest.fail(f"@pytest.mark.{MARKER}: {problem}", pytrace=False)
+
+
+def _or_marker_error(call: Callable[[], _T], context: str = "") -> _T:
+    """``call()``, or a marker error saying why the gateway refused the options."""
+    try:
+        return call()
+    except (TypeError, ValueError) as exc:
+        problem = f"{context}{exc}"
+    _marker_error(problem)  # outside the except block: no chained traceback to read
 
 
 def _read_marker(marker: pytest.Mark | None) -> _Options:

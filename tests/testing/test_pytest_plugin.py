@@ -397,3 +397,13 @@ def test_loading_the_plugin_imports_neither_aigateway_nor_its_dependencies() -> 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_docs_example_passes_as_a_test_file(pytester: pytest.Pytester) -> None:
+    page = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    section = page.partition("## The pytest plugin")[2]
+    code = section.partition("```python\n")[2].partition("```")[0]
+    assert "def test_" in code
+    pytester.makeconftest(BACKENDS)
+    result = run(pytester, code, "--strict-markers")
+    result.assert_outcomes(passed=5)  # test_models on asyncio and on trio

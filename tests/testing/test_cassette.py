@@ -242,14 +242,13 @@ def test_keys_and_cookies_never_reach_the_file(
         assert "sk-replaying-key" not in str(caught.value)
 
 
-def test_compressed_and_binary_replies_are_stored_decoded_and_replayed_exactly(
+def test_compressed_binary_and_cookie_replies_are_stored_safely_and_replayed_exactly(
     cassette: Path,
 ) -> None:
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/text"):
-            return httpx.Response(
-                200, headers={"Content-Encoding": "gzip"}, content=gzip.compress(b"plain text")
-            )
+            headers = {"Content-Encoding": "gzip", "Set-Cookie": "session=s3cr3t"}
+            return httpx.Response(200, headers=headers, content=gzip.compress(b"plain text"))
         return httpx.Response(200, content=bytes(range(256)))
 
     inner = httpx.MockTransport(answer)
@@ -261,9 +260,13 @@ def test_compressed_and_binary_replies_are_stored_decoded_and_replayed_exactly(
     text_reply, file_reply = (e["response"] for e in stored["exchanges"])
     assert text_reply["body"] == "plain text"
     assert "content-encoding" not in text_reply["headers"]
+    assert text_reply["headers"]["set-cookie"] == "<redacted>"
+    assert b"s3cr3t" not in cassette.read_bytes()
     assert "body_base64" in file_reply
     with httpx.Client(transport=CassetteTransport(cassette, mode="replay")) as h:
-        assert h.get("http://gateway.test/v1/text").text == "plain text"
+        replayed = h.get("http://gateway.test/v1/text")
+        assert replayed.text == "plain text"
+        assert "set-cookie" not in replayed.headers  # its value is gone: not replayed
         assert h.get("http://gateway.test/v1/file").content == binary == bytes(range(256))
 
 

@@ -17,11 +17,11 @@ Modes, named as in vcrpy and pytest-recording:
   CI when ``mode`` is left unset.
 
 A request matches a recorded one on method, path, query (pairs, sorted) and body (JSON with its
-keys sorted, else the bytes); ``match_on`` picks fewer. Identical requests are replayed in the
-order they were recorded, each once. Streamed (SSE) replies are stored as their events and
-replayed event by event. The file is JSON, written atomically after every recorded exchange;
-secrets are redacted (see `SECRET_HEADERS`) and every key seen in them is scrubbed from URLs,
-headers and bodies. Bodies over ``max_body_size`` are refused with `CassetteError`.
+keys sorted, else the bytes); ``match_on`` picks fewer. Identical requests replay in recorded
+order, each once. Streamed (SSE) replies are stored as events and replayed event by event. The
+file is JSON, rewritten atomically after every recorded exchange; the values of
+``Authorization``, ``X-Api-Key``, cookies and the like are redacted, and every key seen in them
+is scrubbed from URLs, headers and bodies. Bodies over ``max_body_size`` are refused.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import httpx
 
-__all__ = ["CassetteError", "CassetteTransport", "SECRET_HEADERS"]
+__all__ = ["CassetteError", "CassetteTransport"]
 
 Mode = Literal["once", "record", "replay"]
 MODES: tuple[Mode, ...] = ("once", "record", "replay")
@@ -86,11 +86,13 @@ class _Exchange:
         )
 
     def replay(self, request: httpx.Request) -> httpx.Response:
-        """The recorded reply as an httpx response; an event stream comes event by event."""
+        """The recorded reply as an httpx response; an event stream comes event by event.
+        Secret headers (a ``Set-Cookie``) are left out: their values were not recorded."""
+        headers = [(name, value) for name, value in self.headers if name not in SECRET_HEADERS]
         if self.is_event_stream:
             stream = _Events(_events(self.body))
-            return httpx.Response(self.status, headers=self.headers, stream=stream, request=request)
-        return httpx.Response(self.status, headers=self.headers, content=self.body, request=request)
+            return httpx.Response(self.status, headers=headers, stream=stream, request=request)
+        return httpx.Response(self.status, headers=headers, content=self.body, request=request)
 
 
 class _Events(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -250,10 +252,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             await self._inners[httpx.AsyncBaseTransport].aclose()
 
     def __repr__(self) -> str:
-        return (
-            f"CassetteTransport({str(self.path)!r}, mode={self.mode!r}, "
-            f"exchanges={len(self._exchanges)})"
-        )
+        return f"CassetteTransport({str(self.path)!r}, mode={self.mode!r})"
 
     # -- recording -------------------------------------------------------------------------
 
@@ -397,7 +396,7 @@ def _canonical(body: bytes) -> str | bytes:
     """A JSON body with sorted keys and no spacing (so key order does not matter), else itself."""
     try:
         return json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return body
 
 
@@ -484,14 +483,17 @@ def _load(path: Path) -> list[_Exchange]:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temporary = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        raise CassetteError(f"cannot write the cassette {path}: {exc}") from exc
+    finally:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)  # gone already once it replaced the file

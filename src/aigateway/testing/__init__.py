@@ -24,6 +24,7 @@ it serves any client, the official ``openai`` SDK included.
 from __future__ import annotations
 
 from ._accounts import Account, Charge, ChargeResult, Ledger
+from ._cassette import CassetteError, CassetteTransport
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
 from ._engine import ScriptedReply
@@ -42,6 +43,8 @@ from ._wire import MockRequest, MockResponse, error_response, json_response
 __all__ = [
     "Account",
     "Catalogue",
+    "CassetteError",
+    "CassetteTransport",
     "RATE_LIMIT_PRESETS",
     "Charge",
     "ChargeResult",

@@ -1,0 +1,499 @@
+"""Record HTTP exchanges with a real gateway once, then replay them offline: `CassetteTransport`.
+
+An httpx transport, sync and async, usable by any httpx-based client (ours, the official
+``openai`` SDK through ``http_client=httpx.Client(transport=...)``)::
+
+    transport = CassetteTransport("tests/cassettes/chat.json")   # mode "once"
+    client = Client(api_key=..., base_url=..., transport=transport)
+
+Modes, named as in vcrpy and pytest-recording:
+
+* ``"once"`` (the default): replay if the file exists, else record it.
+* ``"record"``: send every request through the inner transport (a real
+  `httpx.HTTPTransport` / `httpx.AsyncHTTPTransport` unless ``transport`` is given) and write
+  the cassette afresh (vcrpy's ``all``, pytest-recording's ``rewrite``).
+* ``"replay"``: answer from the file only, never the network; a request that was not recorded
+  raises `CassetteError` (vcrpy's ``none``). ``AIGATEWAY_CASSETTE_MODE=replay`` forces it in
+  CI when ``mode`` is left unset.
+
+A request matches a recorded one on method, path, query (pairs, sorted) and body (JSON with its
+keys sorted, else the bytes); ``match_on`` picks fewer. Identical requests replay in recorded
+order, each once. Streamed (SSE) replies are stored as events and replayed event by event. The
+file is JSON, rewritten atomically after every recorded exchange; the values of
+``Authorization``, ``X-Api-Key``, cookies and the like are redacted, and every key seen in them
+is scrubbed from URLs, headers and bodies. Bodies over ``max_body_size`` are refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+__all__ = ["CassetteError", "CassetteTransport"]
+
+Mode = Literal["once", "record", "replay"]
+MODES: tuple[Mode, ...] = ("once", "record", "replay")
+MODE_VARIABLE = "AIGATEWAY_CASSETTE_MODE"
+"""The environment variable read when ``mode`` is not given (CI sets it to ``replay``)."""
+MATCHERS = ("method", "path", "query", "body")
+DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
+"""The largest request or reply body a cassette records (10 MiB)."""
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+)
+"""Headers whose values are never written to a cassette."""
+REDACTED = "<redacted>"
+FORMAT_VERSION = 1
+_FRAMING = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+"""Reply headers not recorded: bodies are stored decoded and re-framed on replay."""
+_EVENT = re.compile(rb".*?(?:\r\n\r\n|\n\n|\r\r)|.+", re.DOTALL)
+"""An SSE event and the blank line that ends it (or the unended rest of a stream)."""
+
+
+class CassetteError(Exception):
+    """A cassette cannot answer: a request that was not recorded, a missing or malformed file,
+    or a body over the size limit."""
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One request and its reply, bodies decoded, headers as (lower-case name, value) pairs."""
+
+    method: str
+    url: str
+    request_headers: list[tuple[str, str]]
+    request_body: bytes
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    @property
+    def is_event_stream(self) -> bool:
+        return any(
+            name == "content-type" and value.startswith("text/event-stream")
+            for name, value in self.headers
+        )
+
+    def replay(self, request: httpx.Request) -> httpx.Response:
+        """The recorded reply as an httpx response; an event stream comes event by event.
+        Secret headers (a ``Set-Cookie``) are left out: their values were not recorded."""
+        headers = [(name, value) for name, value in self.headers if name not in SECRET_HEADERS]
+        if self.is_event_stream:
+            stream = _Events(_events(self.body))
+            return httpx.Response(self.status, headers=headers, stream=stream, request=request)
+        return httpx.Response(self.status, headers=headers, content=self.body, request=request)
+
+
+class _Events(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A replayed streamed body: its events one by one, sync or async."""
+
+    def __init__(self, events: list[bytes]) -> None:
+        self._events = events
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for event in self._events:
+            yield event
+
+
+class _Recorder(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """The body of a reply being recorded: the inner reply's decoded bytes pass through as they
+    come and are kept; at the end (or on close, after reading the rest) ``keep`` gets them all,
+    so the cassette holds whole replies even when the caller stops reading early."""
+
+    def __init__(
+        self, inner: httpx.Response, limit: int, what: str, keep: Callable[[bytes], None]
+    ) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._what = what
+        self._keep = keep
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._open = True
+        self._sync: Iterator[bytes] | None = None
+        self._async: AsyncIterator[bytes] | None = None
+
+    def _take(self, chunk: bytes) -> bytes:
+        self._size += len(chunk)
+        if self._size > self._limit:
+            self._open = False
+            raise CassetteError(
+                f"the reply to {self._what} is over {self._limit} bytes, the most a cassette "
+                "records (max_body_size)"
+            )
+        self._chunks.append(chunk)
+        return chunk
+
+    def _done(self) -> None:
+        if self._open:
+            self._open = False
+            self._keep(b"".join(self._chunks))
+
+    def __iter__(self) -> Iterator[bytes]:
+        self._sync = self._sync or self._inner.iter_bytes()
+        try:
+            for chunk in self._sync:
+                yield self._take(chunk)
+        except Exception:  # not GeneratorExit: a caller that stops early gets the rest read
+            self._open = False
+            raise
+        self._done()
+
+    def close(self) -> None:
+        try:
+            if self._open:
+                for _ in self:  # read and keep the rest
+                    pass
+        finally:
+            self._inner.close()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self._async = self._async or self._inner.aiter_bytes()
+        try:
+            async for chunk in self._async:
+                yield self._take(chunk)
+        except Exception:
+            self._open = False
+            raise
+        self._done()
+
+    async def aclose(self) -> None:
+        try:
+            if self._open:
+                async for _ in self:
+                    pass
+        finally:
+            close = getattr(self._async, "aclose", None)
+            if close is not None:
+                await close()
+            await self._inner.aclose()
+
+
+class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An httpx transport (sync and async) that records exchanges to the JSON file ``path``
+    or replays them from it, by ``mode``: ``"once"``, ``"record"`` or ``"replay"``.
+
+    ``transport`` is the inner transport used to record (default: a real HTTP transport,
+    made on first use). ``match_on`` is any of ``"method"``, ``"path"``, ``"query"``,
+    ``"body"`` (all by default). ``secrets`` are strings to scrub besides the keys found in
+    request headers. ``mode`` is the resolved mode afterwards: ``"record"`` or ``"replay"``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        mode: Mode | None = None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        match_on: Iterable[str] = MATCHERS,
+        secrets: Iterable[str] = (),
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+    ) -> None:
+        self.path = Path(path)
+        self.match_on = tuple(match_on)
+        unknown = sorted(set(self.match_on) - set(MATCHERS))
+        if unknown:
+            raise ValueError(f"match_on takes {', '.join(MATCHERS)}; got {', '.join(unknown)}")
+        chosen = _chosen_mode(mode)
+        if chosen == "once":
+            chosen = "replay" if self.path.exists() else "record"
+        self.mode: Literal["record", "replay"] = chosen
+        self.max_body_size = max_body_size
+        self._inner = transport
+        self._inners: dict[type[Any], Any] = {}  # by kind: sync or async
+        self._secrets = {secret for secret in secrets if secret}
+        self._lock = threading.Lock()
+        self._exchanges: list[_Exchange] = []
+        self._keys: list[tuple[Any, ...]] = []
+        self._played: list[bool] = []
+        if self.mode == "replay":
+            self._exchanges = _load(self.path)
+            self._keys = [self._key(e.method, e.url, e.request_body) for e in self._exchanges]
+            self._played = [False] * len(self._exchanges)
+
+    # -- httpx transport -------------------------------------------------------------------
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        if self.mode == "replay":
+            return self._replay(request, body)
+        self._check_size(request, body)
+        inner = self._inner_transport(httpx.BaseTransport, httpx.HTTPTransport)
+        return self._recording(request, body, inner.handle_request(request))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        if self.mode == "replay":
+            return self._replay(request, body)
+        self._check_size(request, body)
+        inner = self._inner_transport(httpx.AsyncBaseTransport, httpx.AsyncHTTPTransport)
+        return self._recording(request, body, await inner.handle_async_request(request))
+
+    def close(self) -> None:
+        if httpx.BaseTransport in self._inners:
+            self._inners[httpx.BaseTransport].close()
+
+    async def aclose(self) -> None:
+        if httpx.AsyncBaseTransport in self._inners:
+            await self._inners[httpx.AsyncBaseTransport].aclose()
+
+    def __repr__(self) -> str:
+        return f"CassetteTransport({str(self.path)!r}, mode={self.mode!r})"
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _inner_transport(self, kind: type[Any], default: Callable[[], Any]) -> Any:
+        """The inner transport for sync (or async) use, the default one made on first use."""
+        with self._lock:
+            inner = self._inners.get(kind) or self._inner or default()
+            if not isinstance(inner, kind):
+                raise TypeError(f"the cassette's transport {inner!r} is not an {kind.__name__}")
+            self._inners[kind] = inner
+            return inner
+
+    def _check_size(self, request: httpx.Request, body: bytes) -> None:
+        if len(body) > self.max_body_size:
+            raise CassetteError(
+                f"the body of {request.method} {request.url.path} is {len(body)} bytes, over "
+                f"{self.max_body_size}, the most a cassette records (max_body_size)"
+            )
+
+    def _recording(
+        self, request: httpx.Request, body: bytes, response: httpx.Response
+    ) -> httpx.Response:
+        """``response`` as it comes, its body recorded as it is read."""
+        headers = [(n, v) for n, v in response.headers.multi_items() if n not in _FRAMING]
+        sent = (request.method, str(request.url), request.headers.multi_items(), body)
+
+        def keep(data: bytes) -> None:
+            self._keep(_Exchange(*sent, response.status_code, headers, data))
+
+        what = f"{request.method} {request.url.path}"
+        recorder = _Recorder(response, self.max_body_size, what, keep)
+        return httpx.Response(
+            response.status_code, headers=headers, stream=recorder, request=request
+        )
+
+    def _keep(self, exchange: _Exchange) -> None:
+        """Add a whole exchange and rewrite the file (atomically)."""
+        with self._lock:
+            self._exchanges.append(exchange)
+            self._secrets |= _secrets_in(exchange.request_headers)
+            secrets = _longest_first(self._secrets)
+            document = {
+                "version": FORMAT_VERSION,
+                "exchanges": [_dump_exchange(e, secrets) for e in self._exchanges],
+            }
+            _write_atomically(self.path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+    # -- replaying -------------------------------------------------------------------------
+
+    def _key(self, method: str, url: str, body: bytes) -> tuple[Any, ...]:
+        """What a request is matched on: the ``match_on`` parts, canonical."""
+        raw_path, _, query = httpx.URL(url).raw_path.decode("ascii").partition("?")
+        parts = {
+            "method": method.upper(),
+            "path": raw_path,
+            "query": tuple(sorted(urllib.parse.parse_qsl(query, keep_blank_values=True))),
+            "body": _canonical(body),
+        }
+        return tuple(parts[name] for name in self.match_on)
+
+    def _replay(self, request: httpx.Request, body: bytes) -> httpx.Response:
+        secrets = _longest_first(self._secrets | _secrets_in(request.headers.multi_items()))
+        url = _scrub_text(str(request.url), secrets)
+        body = _scrub(body, secrets)
+        key = self._key(request.method, url, body)
+        with self._lock:
+            found = [i for i, known in enumerate(self._keys) if known == key]
+            for index in found:
+                if not self._played[index]:
+                    self._played[index] = True
+                    return self._exchanges[index].replay(request)
+        raise CassetteError(self._miss(request.method, httpx.URL(url), body, len(found)))
+
+    def _miss(self, method: str, url: httpx.URL, body: bytes, played: int) -> str:
+        """Why a request (its secrets scrubbed) has no reply, and what was recorded instead."""
+        what = f"{method} {url.raw_path.decode('ascii')}"
+        how = f"matched on {', '.join(self.match_on) or 'nothing'}; body {_preview(body)}"
+        if played:
+            return (
+                f"{what} ({how}) was recorded {played} time(s) in {self.path}, and every reply "
+                "to it was replayed already; record again if the code now sends it more often"
+            )
+        same = [
+            _preview(e.request_body)
+            for e in self._exchanges
+            if e.method == method and httpx.URL(e.url).path == url.path
+        ]
+        return (
+            f"{what} was not recorded in {self.path} ({how}); recorded for that method and "
+            f"path: {'; '.join(same[:3]) or 'nothing'}. Record the cassette again "
+            "(mode='record', or delete the file with mode='once')"
+        )
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _chosen_mode(mode: str | None) -> Mode:
+    where = "mode"
+    if mode is None:
+        mode = os.environ.get(MODE_VARIABLE) or "once"
+        where = MODE_VARIABLE
+    if mode not in MODES:
+        raise ValueError(f"{where} must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+def _secrets_in(headers: Iterable[tuple[str, str]]) -> set[str]:
+    """The keys in secret headers: a whole value and, after an auth scheme, its credentials."""
+    found: set[str] = set()
+    for name, value in headers:
+        if name.lower() in SECRET_HEADERS - {"cookie", "set-cookie"}:
+            credentials = value.partition(" ")[2].strip()
+            found.update(part for part in (value.strip(), credentials) if part)
+    return found
+
+
+def _events(body: bytes) -> list[bytes]:
+    """A streamed body cut into its SSE events, each with its ending blank line."""
+    return [match.group() for match in _EVENT.finditer(body)]
+
+
+def _longest_first(secrets: Iterable[str]) -> list[str]:
+    """Secrets in the order to scrub them: a key inside a longer one must not split it."""
+    return sorted(secrets, key=len, reverse=True)
+
+
+def _scrub(data: bytes, secrets: list[str]) -> bytes:
+    """``data`` with every secret (raw or percent-encoded) replaced by `REDACTED`."""
+    for secret in secrets:
+        for form in {secret, urllib.parse.quote(secret, safe="")}:
+            data = data.replace(form.encode(), REDACTED.encode())
+    return data
+
+
+def _scrub_text(text: str, secrets: list[str]) -> str:
+    return _scrub(text.encode(), secrets).decode()
+
+
+def _canonical(body: bytes) -> str | bytes:
+    """A JSON body with sorted keys and no spacing (so key order does not matter), else itself."""
+    try:
+        return json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return body
+
+
+def _preview(body: bytes, limit: int = 200) -> str:
+    text = repr(_canonical(body)) if body else "(empty)"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _dump_part(
+    headers: list[tuple[str, str]], body: bytes, secrets: list[str], *, as_events: bool
+) -> dict[str, Any]:
+    """A request's or reply's headers and body as stored, secrets out: the body as text (a
+    list of events for a stream) when it is UTF-8, else as base64."""
+    stored: dict[str, Any] = {}
+    for name, value in headers:
+        value = REDACTED if name in SECRET_HEADERS else _scrub_text(value, secrets)
+        earlier = stored.get(name)  # a repeated header is stored as a list of its values
+        if earlier is None:
+            stored[name] = value
+        else:
+            stored[name] = [*earlier, value] if isinstance(earlier, list) else [earlier, value]
+    body = _scrub(body, secrets)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"headers": stored, "body_base64": base64.b64encode(body).decode("ascii")}
+    if as_events:
+        return {"headers": stored, "events": [event.decode() for event in _events(body)]}
+    return {"headers": stored, "body": text}
+
+
+def _dump_exchange(exchange: _Exchange, secrets: list[str]) -> dict[str, Any]:
+    request = _dump_part(exchange.request_headers, exchange.request_body, secrets, as_events=False)
+    reply = _dump_part(exchange.headers, exchange.body, secrets, as_events=exchange.is_event_stream)
+    return {
+        "request": {
+            "method": exchange.method,
+            "url": _scrub_text(exchange.url, secrets),
+            **request,
+        },
+        "response": {"status": exchange.status, **reply},
+    }
+
+
+def _load_part(part: dict[str, Any]) -> tuple[list[tuple[str, str]], bytes]:
+    headers = [
+        (str(name), str(each))
+        for name, value in part["headers"].items()
+        for each in (value if isinstance(value, list) else [value])
+    ]
+    if "events" in part:
+        return headers, "".join(part["events"]).encode("utf-8")
+    if "body_base64" in part:
+        return headers, base64.b64decode(part["body_base64"], validate=True)
+    return headers, str(part["body"]).encode("utf-8")
+
+
+def _load(path: Path) -> list[_Exchange]:
+    """The exchanges of the cassette at ``path``; `CassetteError` if it is missing or bad."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CassetteError(
+            f"no cassette at {path} to replay; record it first (mode='record' or 'once')"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise CassetteError(f"cannot read the cassette {path}: {exc}") from exc
+    try:
+        if document["version"] != FORMAT_VERSION:
+            raise ValueError(f"format version {document['version']!r}, not {FORMAT_VERSION}")
+        return [
+            _Exchange(
+                str(item["request"]["method"]),
+                str(item["request"]["url"]),
+                *_load_part(item["request"]),
+                int(item["response"]["status"]),
+                *_load_part(item["response"]),
+            )
+            for item in document["exchanges"]
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CassetteError(f"{path} is not a cassette file: {exc!r}") from exc
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new, never half."""
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise CassetteError(f"cannot write the cassette {path}: {exc}") from exc
+    finally:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)  # gone already once it replaced the file

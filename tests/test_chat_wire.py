@@ -177,12 +177,12 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
     (
         {"messages": [{"role": "robot", "content": "x"}]},
         "messages.0",
-        "'system', 'user', 'assistant', 'tool'",
+        "'system', 'developer', 'user', 'assistant', 'tool', 'function'",
     ),
     ({"presence_penalty": 3}, "presence_penalty", "from -2 to 2"),
     ({"frequency_penalty": -2.01}, "frequency_penalty", "from -2 to 2"),
     ({"tool_choice": "sometimes"}, "tool_choice", "'auto'"),
-    ({"response_format": {"type": "yaml"}}, "response_format.type", "json_object"),
+    ({"response_format": {"type": "yaml"}}, "response_format", "json_schema"),
     (
         {"messages": [{"role": "user", "content": [{"type": "video", "url": "x"}]}]},
         "messages.0.content.0",

@@ -16,7 +16,7 @@ parameters gives ``{}``.
 Schemas come from strangers, so the work is bounded: past `MAX_DEPTH` levels optional parts
 are left out (``null`` is preferred, arrays are as short as allowed), so recursive schemas end;
 arrays hold at most `MAX_ITEMS` items and strings at most `MAX_STRING` characters, whatever the
-schema asks; after `MAX_VALUES` values everything left is ``null``.
+schema asks; once a value has grown to about `MAX_SIZE` characters, everything left is ``null``.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 __all__ = [
     "MAX_DEPTH",
     "MAX_ITEMS",
+    "MAX_SIZE",
     "MAX_STRING",
-    "MAX_VALUES",
     "sample_arguments",
     "sample_schema",
 ]
@@ -49,8 +49,9 @@ MAX_ITEMS = 256
 """The longest array made."""
 MAX_STRING = 4096
 """The longest string made."""
-MAX_VALUES = 10_000
-"""Values made for one schema before the rest are ``null``."""
+MAX_SIZE = 250_000
+"""About the most characters one value takes (each value counts 16, each string its length)."""
+_VALUE_SIZE = 16
 _HARD_DEPTH = 64
 _DEFAULT_SPAN = 100
 
@@ -74,12 +75,12 @@ class _Sampler:
         self.rng = rng
         self.root = root
         self.strict = strict
-        self.made = 0
+        self.size = 0
 
     def sample(self, schema: object, depth: int) -> Any:
         rng = self.rng
-        self.made += 1
-        if self.made > MAX_VALUES or depth > _HARD_DEPTH:
+        self.size += _VALUE_SIZE
+        if self.size > MAX_SIZE or depth > _HARD_DEPTH:
             return None
         if schema is True or schema is None:
             return rng.choice(_WORDS)
@@ -118,7 +119,9 @@ class _Sampler:
             return rng.random() < 0.5
         if kind == "null":
             return None
-        return _sample_string(schema, rng)
+        text = _sample_string(schema, rng)
+        self.size += len(text)
+        return text
 
     def _object(self, schema: Mapping[str, Any], depth: int) -> dict[str, Any]:
         properties = schema.get("properties")

@@ -21,9 +21,18 @@ MAX_SUBSCHEMAS = 10_000
 
 _TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 _ONE_SCHEMA = (
-    "items", "additionalItems", "additionalProperties", "unevaluatedItems",
-    "unevaluatedProperties", "propertyNames", "contains", "not", "if", "then", "else",
-)  # fmt: skip
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")

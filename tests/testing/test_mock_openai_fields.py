@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aigateway import AsyncClient, Client, InvalidRequestError, Stream, accumulate
 from aigateway._chat_stream import aaccumulate
 from aigateway.testing import MockGateway
+from aigateway.testing._engine import MAX_REPLY_TOKENS
 from aigateway.types.chat import ChatCompletion
 
 from ..conftest import in_process_client, resolve
@@ -639,3 +640,15 @@ def test_too_deep_a_schema_is_400(chat: Chat) -> None:
     response = chat(response_format=schema_format(schema))
     assert response.status_code == 400
     assert "deeper than 64" in response.json()["error"]["message"]
+
+
+def test_all_choices_together_hold_a_bounded_number_of_tokens(
+    gateway: MockGateway, chat: Chat
+) -> None:
+    gateway.set_credits(gateway.api_key, 1_000)
+    huge = {"type": "array", "items": {"type": "string", "minLength": 10**9}, "minItems": 10**9}
+    response = chat(n=128, response_format=schema_format(huge))
+    body = ok(response)
+    assert body["usage"]["completion_tokens"] == MAX_REPLY_TOKENS
+    assert {choice["finish_reason"] for choice in body["choices"]} == {"length"}
+    assert len(response.content) < 1_000_000

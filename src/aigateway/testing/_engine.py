@@ -25,7 +25,8 @@ bookkeeping of real ones, reproducibly:
 * **Limits.** The reply is cut at the first ``stop`` sequence (``finish_reason: stop``, nothing
   generated after it), then at ``max_completion_tokens`` (or the older ``max_tokens``) tokens
   per choice (``finish_reason: length``; tool-call arguments are cut the same way, as real
-  models do). Unset, the limit is 4096. Every choice's tokens are billed.
+  models do). Unset, the limit is 4096. Every choice's tokens are billed. All choices together
+  get at most `MAX_REPLY_TOKENS`, so ``n`` cannot make a reply of unbounded size.
 * **Log probabilities.** With ``logprobs`` each choice lists its content's tokens with fake,
   seeded log probabilities and ``top_logprobs`` alternatives (`aigateway.testing._logprobs`).
 * **Streaming.** `stream_chunks` splits the very same completion into spec section 6 chunks, so
@@ -58,6 +59,7 @@ from ._schema import sample_arguments, sample_schema
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "IMAGE_TOKENS",
+    "MAX_REPLY_TOKENS",
     "MESSAGE_OVERHEAD",
     "ChoiceOut",
     "Completion",
@@ -81,6 +83,8 @@ MESSAGE_OVERHEAD = 4
 """Prompt tokens every message costs besides its text."""
 IMAGE_TOKENS = 85
 """Prompt tokens one image part costs."""
+MAX_REPLY_TOKENS = 16_384
+"""The most completion tokens one reply holds, all its choices together (past it: ``length``)."""
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -245,6 +249,7 @@ class Engine:
             "max_completion_tokens", request.get("max_tokens", DEFAULT_MAX_TOKENS)
         )
         choices: list[ChoiceOut] = []
+        room = MAX_REPLY_TOKENS
         for index in range(request.get("n", 1)):
             salt = (index,) if index else ()
             draft = (
@@ -252,7 +257,8 @@ class Engine:
                 if scripted is not None
                 else self._generate(request, self.rng(request, model_id, *salt), function_call)
             )
-            choice = _finish(draft, stops, max_tokens, new_call_id)
+            choice = _finish(draft, stops, min(max_tokens, room), new_call_id)
+            room -= choice.completion_tokens
             if request.get("logprobs") and choice.content is not None:
                 rng = self.rng(request, model_id, "logprobs", index)
                 entries = token_logprobs(choice.content, rng, request.get("top_logprobs", 0))

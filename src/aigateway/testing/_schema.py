@@ -49,7 +49,7 @@ MAX_ITEMS = 256
 """The longest array made."""
 MAX_STRING = 4096
 """The longest string made."""
-MAX_SIZE = 250_000
+MAX_SIZE = 64_000
 """About the most characters one value takes (each value counts 16, each string its length)."""
 _VALUE_SIZE = 16
 _HARD_DEPTH = 64

@@ -293,7 +293,7 @@ class RequestOptions(TypedDict, total=False):
 T = TypeVar("T")
 
 
-def _needs(earlier: str, problem: str) -> Any:
+def _needs(earlier: str, problem: str) -> AfterValidator:
     """A check that a field goes with an ``earlier`` one (declared before it)."""
 
     def check(value: T, info: ValidationInfo) -> T:
@@ -304,7 +304,7 @@ def _needs(earlier: str, problem: str) -> Any:
     return AfterValidator(check)
 
 
-def _alone_with(earlier: str, problem: str) -> Any:
+def _alone_with(earlier: str, problem: str) -> AfterValidator:
     """A check that a field is not given together with an ``earlier`` one."""
 
     def check(value: T, info: ValidationInfo) -> T:

@@ -83,6 +83,62 @@ async def test_every_field_of_the_spec_is_sent(
     assert sent(route) == {"model": "m", "messages": USER, **fields}
 
 
+async def test_todays_openai_fields_are_sent_as_given(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    route = gateway.post("/chat/completions").respond(200, json=REPLY)
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "items": {"$ref": "#/$defs/Item"}},
+        "required": ["answer", "items"],
+        "additionalProperties": False,
+        "$defs": {"Item": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+    }
+    fields: dict[str, Any] = {
+        "n": 128,
+        "logprobs": True,
+        "top_logprobs": 20,
+        "max_completion_tokens": 128000,
+        "logit_bias": {"50256": -100, "42": 100},
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "parallel_tool_calls": False,
+        "stream_options": {"include_usage": True},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "reply_1",
+                "description": "d",
+                "schema": schema,
+                "strict": True,
+            },
+        },
+    }
+    messages = [
+        {"role": "developer", "content": "be brief"},
+        *USER,
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+        {"role": "function", "name": "f", "content": "42"},
+    ]
+    await resolve(client.chat.completions.create(model="m", messages=messages, **fields))
+    assert sent(route) == {"model": "m", "messages": messages, **fields}
+
+
+async def test_logprobs_in_replies_are_typed_and_lenient(
+    client: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    entry = {"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}
+    choice = {**REPLY["choices"][0], "logprobs": {"content": [entry], "refusal": None, "x": 1}}
+    gateway.post("/chat/completions").respond(200, json={**REPLY, "choices": [choice]})
+    reply = await resolve(client.chat.completions.create(model="m", messages=USER, logprobs=True))
+    logprobs = reply.choices[0].logprobs
+    assert logprobs.content[0].token == "Hi"
+    assert logprobs.content[0].logprob == -0.1
+    assert logprobs.content[0].bytes == [72, 105]
+    assert logprobs.model_extra == {"x": 1}
+
+
 async def test_content_parts_and_reply_objects_pass_through(
     client: Client | AsyncClient, gateway: respx.Router
 ) -> None:
@@ -177,18 +233,51 @@ INVALID: list[tuple[dict[str, Any], str, str]] = [
     (
         {"messages": [{"role": "robot", "content": "x"}]},
         "messages.0",
-        "'system', 'user', 'assistant', 'tool'",
+        "'system', 'developer', 'user', 'assistant', 'tool', 'function'",
     ),
     ({"presence_penalty": 3}, "presence_penalty", "from -2 to 2"),
     ({"frequency_penalty": -2.01}, "frequency_penalty", "from -2 to 2"),
     ({"tool_choice": "sometimes"}, "tool_choice", "'auto'"),
-    ({"response_format": {"type": "yaml"}}, "response_format.type", "json_object"),
+    ({"response_format": {"type": "yaml"}}, "response_format", "json_schema"),
     (
         {"messages": [{"role": "user", "content": [{"type": "video", "url": "x"}]}]},
         "messages.0.content.0",
         "image_url",
     ),
     ({"max_tokens": True}, "max_tokens", "integer"),
+    ({"n": 0}, "n", "from 1 to 128"),
+    ({"n": 129}, "n", "from 1 to 128"),
+    ({"logprobs": 1}, "logprobs", "true or false"),
+    ({"top_logprobs": 5}, "top_logprobs", "with logprobs: true"),
+    ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "from 0 to 20"),
+    ({"max_completion_tokens": 0}, "max_completion_tokens", "from 1 to 128000"),
+    ({"max_tokens": 5, "max_completion_tokens": 5}, "max_tokens", "max_completion_tokens"),
+    ({"parallel_tool_calls": "false"}, "parallel_tool_calls", "true or false"),
+    ({"tool_choice": "required"}, "tool_choice", "with tools"),
+    (
+        {"tool_choice": {"type": "function", "function": {"name": "g"}}},
+        "tool_choice",
+        "a function in tools",
+    ),
+    ({"stream_options": {"include_usage": 1}}, "stream_options.include_usage", "true or false"),
+    ({"logit_bias": {"x1": 1}}, "logit_bias.x1", "strings of digits"),
+    ({"logit_bias": {"1": -101}}, "logit_bias.1", "from -100 to 100"),
+    ({"response_format": {"type": "json_schema"}}, "response_format.json_schema", "'name'"),
+    (
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": []}}},
+        "response_format.json_schema.schema",
+        "a JSON schema object",
+    ),
+    (
+        {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "n", "schema": {"type": "obj"}},
+            }
+        },
+        "response_format.json_schema.schema",
+        "#/type must be one of",
+    ),
 ]
 
 
@@ -208,9 +297,10 @@ async def test_invalid_input_is_refused_before_sending(
     assert isinstance(error, ValueError)
     assert error.field == field
     assert allowed in str(error)
-    assert repr(params.get(field.split(".")[0], ""))[:10] in str(error) or field.startswith(
-        "messages."
-    )
+    value: Any = params
+    for part in field.split("."):
+        value = value[int(part)] if isinstance(value, list) else value.get(part, "(missing)")
+    assert f"{field}={value!r}: " in str(error)
     assert not route.called
 
 

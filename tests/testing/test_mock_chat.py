@@ -127,7 +127,7 @@ def test_usage_arithmetic(chat: Chat, messages: list[dict[str, Any]], prompt_tok
         ({"messages": [{"role": "user"}]}, "messages.0.content"),
         ({"seed": 1.5}, "seed"),
         ({"stream": "maybe"}, "stream"),
-        ({"response_format": {"type": "xml"}}, "response_format.type"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
     ],
 )
 def test_each_limit_violation_is_400_naming_the_field(

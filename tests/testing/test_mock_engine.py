@@ -84,7 +84,7 @@ def test_default_max_tokens_is_4096() -> None:
         scripted=ScriptedReply("word " * 5000),
     )
     assert completion.completion_tokens == 4096
-    assert completion.finish_reason == "length"
+    assert completion.choices[0].finish_reason == "length"
 
 
 def test_generated_prose_is_20_to_60_tokens_typically() -> None:

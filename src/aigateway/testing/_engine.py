@@ -10,21 +10,27 @@ bookkeeping of real ones, reproducibly:
 * **Determinism.** A reply is drawn from ``random.Random`` seeded with a SHA-256 hash of the
   gateway's seed, the request's ``seed``, the model id (catalogue spelling) and the messages, so
   the same request to a gateway with the same seed gets the same reply, and another seed
-  (either one) gets another. ``stop``, ``max_tokens`` and ``stream`` are not part of the hash:
-  they only cut or carry the same reply.
+  (either one) gets another. With ``n`` above 1 each choice adds its index to the hash (choice
+  0 is the reply ``n: 1`` gets). ``stop``, ``max_tokens`` and ``stream`` are not part of the
+  hash: they only cut or carry the same reply.
 * **What is said.** Plain requests get 20 to 60 tokens of pseudo-sentences from a small
-  vocabulary; ``response_format: {"type": "json_object"}`` gets a JSON object; ``tools`` (unless
-  ``tool_choice`` is ``"none"``, or is ``"auto"`` right after a tool result) get one call of the
-  named or else the first tool, with arguments generated from its JSON schema
-  (`aigateway.testing._schema`); a ``tool`` result gets text that quotes it; legacy
-  ``functions`` get ``message.function_call``. A test can script the next replies instead
-  (`ScriptedReply`, via ``MockGateway.enqueue_reply``).
+  vocabulary; ``response_format`` ``json_object`` gets a JSON object and ``json_schema`` a value
+  of its schema (every property present when ``strict``; `aigateway.testing._schema`);
+  ``tools`` (unless ``tool_choice`` is ``"none"``, or is ``"auto"`` right after a tool result)
+  get one call of the named or else the first tool, or one call of every tool when the request
+  says ``parallel_tool_calls: true`` outright, with arguments generated from each tool's JSON
+  schema; a ``tool`` or ``function`` result gets text that quotes it; legacy ``functions`` get
+  ``message.function_call``. A test can script the next replies instead (`ScriptedReply`, via
+  ``MockGateway.enqueue_reply``); a script fills every choice and is only cut by the limits.
 * **Limits.** The reply is cut at the first ``stop`` sequence (``finish_reason: stop``, nothing
-  generated after it), then at ``max_tokens`` tokens (``finish_reason: length``; tool-call
-  arguments are cut the same way, as real models do). Unset ``max_tokens`` means 4096
-  (design section 2).
+  generated after it), then at ``max_completion_tokens`` (or the older ``max_tokens``) tokens
+  per choice (``finish_reason: length``; tool-call arguments are cut the same way, as real
+  models do). Unset, the limit is 4096. Every choice's tokens are billed. All choices together
+  get at most `MAX_REPLY_TOKENS`, so ``n`` cannot make a reply of unbounded size.
+* **Log probabilities.** With ``logprobs`` each choice lists its content's tokens with fake,
+  seeded log probabilities and ``top_logprobs`` alternatives (`aigateway.testing._logprobs`).
 * **Streaming.** `stream_chunks` splits the very same completion into spec section 6 chunks, so
-  a streamed reply always adds up to the non-streamed one.
+  a streamed reply always adds up to the non-streamed one (`aigateway.testing._reply`).
 """
 
 from __future__ import annotations
@@ -34,15 +40,28 @@ import json
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._schema import sample_arguments
+from ..types.chat_params import tool_choice_problem as _tool_choice_problem
+from ._logprobs import token_logprobs
+from ._reply import (
+    ChoiceOut,
+    Completion,
+    FunctionCallOut,
+    ToolCallOut,
+    completion_body,
+    split_pieces,
+    stream_chunks,
+)
+from ._schema import sample_arguments, sample_schema
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "IMAGE_TOKENS",
+    "MAX_REPLY_TOKENS",
     "MESSAGE_OVERHEAD",
+    "ChoiceOut",
     "Completion",
     "Engine",
     "FunctionCallOut",
@@ -64,9 +83,10 @@ MESSAGE_OVERHEAD = 4
 """Prompt tokens every message costs besides its text."""
 IMAGE_TOKENS = 85
 """Prompt tokens one image part costs."""
+MAX_REPLY_TOKENS = 16_384
+"""The most completion tokens one reply holds, all its choices together (past it: ``length``)."""
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_PIECE = re.compile(r"\s*\S+")
 
 _VOCABULARY = (
     "the", "a", "gateway", "model", "answer", "request", "reply", "token", "credit", "stream",
@@ -92,17 +112,6 @@ def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
             end = match.end()
             return text[:end], _TOKEN.search(text, end) is not None
     return text, False
-
-
-def split_pieces(text: str) -> list[str]:
-    """``text`` as word-sized pieces (each with its leading spaces) that join back to it."""
-    pieces = _PIECE.findall(text)
-    if not pieces:
-        return [text]
-    joined = "".join(pieces)
-    if len(joined) < len(text):
-        pieces[-1] += text[len(joined) :]
-    return pieces
 
 
 def _content_text(content: object) -> tuple[str, int]:
@@ -150,34 +159,6 @@ def has_image(messages: Sequence[Mapping[str, Any]]) -> bool:
 
 
 @dataclass(frozen=True)
-class ToolCallOut:
-    """A tool call in a reply."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def wire(self) -> dict[str, Any]:
-        """The call as it appears in ``message.tool_calls``."""
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
-
-
-@dataclass(frozen=True)
-class FunctionCallOut:
-    """A legacy ``message.function_call`` in a reply."""
-
-    name: str
-    arguments: str
-
-    def wire(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments}
-
-
-@dataclass(frozen=True)
 class ScriptedReply:
     """A reply a test queued (``MockGateway.enqueue_reply``); ``tool_calls`` items are
     ``(id or None, name, arguments as a JSON string)``."""
@@ -210,39 +191,6 @@ class ScriptedReply:
         return cls(content, tuple(calls), finish_reason)
 
 
-@dataclass(frozen=True)
-class Completion:
-    """One finished reply: what was said, why it ended, and the tokens it cost."""
-
-    content: str | None
-    finish_reason: str
-    prompt_tokens: int
-    completion_tokens: int
-    tool_calls: tuple[ToolCallOut, ...] = ()
-    function_call: FunctionCallOut | None = None
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def usage(self) -> dict[str, int]:
-        """The ``usage`` object."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-
-    def message(self) -> dict[str, Any]:
-        """The assistant ``message`` of a non-streamed reply."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [call.wire() for call in self.tool_calls]
-        if self.function_call is not None:
-            message["function_call"] = self.function_call.wire()
-        return message
-
-
 @dataclass
 class _Draft:
     """A reply before ``stop`` and ``max_tokens`` are applied."""
@@ -255,16 +203,12 @@ class _Draft:
 
 
 def tool_choice_problem(request: Mapping[str, Any]) -> str | None:
-    """Why ``tool_choice`` cannot be honoured (it names a tool not in ``tools``), or None."""
-    choice = request.get("tool_choice")
-    if not isinstance(choice, Mapping):
+    """Why the request's ``tool_choice`` cannot be honoured, or None (request validation makes
+    the same check)."""
+    if "tool_choice" not in request:
         return None
-    name = choice.get("function", {}).get("name")
-    names = [tool["function"]["name"] for tool in request.get("tools") or ()]
-    if name not in names:
-        known = ", ".join(repr(n) for n in names) or "none"
-        return f"tool_choice names the function {name!r}, which is not in tools (tools: {known})"
-    return None
+    problem = _tool_choice_problem(request["tool_choice"], request.get("tools"))
+    return None if problem is None else f"tool_choice {problem}"
 
 
 class Engine:
@@ -273,10 +217,11 @@ class Engine:
     def __init__(self, seed: int) -> None:
         self.seed = seed
 
-    def rng(self, request: Mapping[str, Any], model_id: str) -> random.Random:
-        """The generator for one request: seeded by gateway seed, request seed, model, messages."""
+    def rng(self, request: Mapping[str, Any], model_id: str, *salt: object) -> random.Random:
+        """The generator for one request: seeded by gateway seed, request seed, model, messages,
+        and ``salt`` (which tells a request's choices, and their log probabilities, apart)."""
         material = json.dumps(
-            [self.seed, request.get("seed"), model_id, request.get("messages")],
+            [self.seed, request.get("seed"), model_id, request.get("messages"), *salt],
             sort_keys=True,
             ensure_ascii=False,
             default=str,
@@ -296,18 +241,32 @@ class Engine:
         """The reply to ``request`` (a validated ChatCompletionRequest) from model ``model_id``.
 
         ``function_call`` is the request's legacy ``function_call`` field, which the validated
-        request does not carry; ``scripted`` replaces the generated reply.
+        request does not carry; ``scripted`` replaces the generated reply (in every choice).
         """
-        messages: Sequence[Mapping[str, Any]] = request["messages"]
-        draft = (
-            self._scripted(scripted)
-            if scripted is not None
-            else self._generate(request, self.rng(request, model_id), function_call)
-        )
         stop = request.get("stop")
         stops = [stop] if isinstance(stop, str) else list(stop or [])
-        max_tokens: int = request.get("max_tokens", DEFAULT_MAX_TOKENS)
-        return _finish(draft, stops, max_tokens, count_prompt_tokens(messages), new_call_id)
+        max_tokens: int = request.get(
+            "max_completion_tokens", request.get("max_tokens", DEFAULT_MAX_TOKENS)
+        )
+        choices: list[ChoiceOut] = []
+        room = MAX_REPLY_TOKENS
+        for index in range(request.get("n", 1)):
+            salt = (index,) if index else ()
+            draft = (
+                self._scripted(scripted)
+                if scripted is not None
+                else self._generate(request, self.rng(request, model_id, *salt), function_call)
+            )
+            choice = _finish(draft, stops, min(max_tokens, room), new_call_id)
+            room -= choice.completion_tokens
+            if request.get("logprobs") and choice.content is not None:
+                rng = self.rng(request, model_id, "logprobs", index)
+                entries = token_logprobs(choice.content, rng, request.get("top_logprobs", 0))
+                choice = replace(choice, logprobs=tuple(entries))
+            elif request.get("logprobs"):
+                choice = replace(choice, logprobs=())
+            choices.append(choice)
+        return Completion(tuple(choices), count_prompt_tokens(request["messages"]))
 
     @staticmethod
     def _scripted(reply: ScriptedReply) -> _Draft:
@@ -320,40 +279,43 @@ class Engine:
         self, request: Mapping[str, Any], rng: random.Random, function_call: object
     ) -> _Draft:
         messages: Sequence[Mapping[str, Any]] = request["messages"]
-        last_role = messages[-1].get("role")
+        answering = messages[-1].get("role") in ("tool", "function")
         tools: list[Mapping[str, Any]] = list(request.get("tools") or [])
         functions: list[Mapping[str, Any]] = list(request.get("functions") or [])
         choice = request.get("tool_choice", "auto")
-        if tools and choice != "none" and (choice != "auto" or last_role != "tool"):
-            wanted = choice["function"]["name"] if isinstance(choice, Mapping) else None
-            function = next(
-                (t["function"] for t in tools if t["function"]["name"] == wanted),
-                tools[0]["function"],
-            )
-            arguments = sample_arguments(function.get("parameters"), rng)
-            return _Draft(None, "tool_calls", [(function["name"], json.dumps(arguments))])
-        if functions and not tools and function_call != "none" and last_role != "tool":
-            wanted = function_call.get("name") if isinstance(function_call, Mapping) else None
-            function = next((f for f in functions if f["name"] == wanted), functions[0])
-            arguments = sample_arguments(function.get("parameters"), rng)
+        if tools and choice != "none" and (choice != "auto" or not answering):
+            if isinstance(choice, Mapping):
+                name = choice["function"]["name"]
+                called = [t["function"] for t in tools if t["function"]["name"] == name]
+            elif request.get("parallel_tool_calls") is True:
+                called = [t["function"] for t in tools]
+            else:
+                called = [tools[0]["function"]]
+            calls = [(f["name"], _arguments(f, rng)) for f in called]
+            return _Draft(None, "tool_calls", calls)
+        if functions and not tools and function_call != "none" and not answering:
+            name = function_call.get("name") if isinstance(function_call, Mapping) else None
+            function = next((f for f in functions if f["name"] == name), functions[0])
             return _Draft(
-                None, "function_call", [(function["name"], json.dumps(arguments))], legacy=True
+                None, "function_call", [(function["name"], _arguments(function, rng))], legacy=True
             )
-        if last_role == "tool":
+        if answering:
             return _Draft(_tool_answer(messages, rng), "stop")
         response_format = request.get("response_format") or {}
         if response_format.get("type") == "json_object":
             return _Draft(_json_text(rng), "stop")
+        if response_format.get("type") == "json_schema":
+            return _Draft(_schema_text(response_format["json_schema"], rng), "stop")
         return _Draft(_prose(rng, 20, 60), "stop")
 
 
+def _arguments(function: Mapping[str, Any], rng: random.Random) -> str:
+    return json.dumps(sample_arguments(function.get("parameters"), rng))
+
+
 def _finish(
-    draft: _Draft,
-    stops: Sequence[str],
-    max_tokens: int,
-    prompt_tokens: int,
-    new_call_id: Callable[[], str],
-) -> Completion:
+    draft: _Draft, stops: Sequence[str], max_tokens: int, new_call_id: Callable[[], str]
+) -> ChoiceOut:
     """Apply ``stop`` then ``max_tokens`` to a draft, in generation order: text, then calls."""
     content, calls, finish = draft.content, list(draft.calls), draft.finish_reason
     if content is not None:
@@ -382,13 +344,13 @@ def _finish(
         content = ""
     if draft.legacy:
         function_call = FunctionCallOut(*kept[0]) if kept else None
-        return Completion(content, finish, prompt_tokens, used, (), function_call)
+        return ChoiceOut(content, finish, used, (), function_call)
     ids = draft.call_ids + [None] * len(kept)
     tool_calls = tuple(
         ToolCallOut(ids[i] or new_call_id(), name, arguments)
         for i, (name, arguments) in enumerate(kept)
     )
-    return Completion(content, finish, prompt_tokens, used, tool_calls)
+    return ChoiceOut(content, finish, used, tool_calls)
 
 
 def _sentence(rng: random.Random) -> str:
@@ -419,10 +381,21 @@ def _json_text(rng: random.Random) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
+def _schema_text(spec: Mapping[str, Any], rng: random.Random) -> str:
+    """A ``json_schema`` response format's reply: a value of its schema (an object without one)."""
+    schema = spec.get("schema")
+    if not schema:
+        return _json_text(rng)
+    value = sample_schema(schema, rng, strict=spec.get("strict") is True)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _tool_answer(messages: Sequence[Mapping[str, Any]], rng: random.Random) -> str:
     last = messages[-1]
     result = " ".join(_content_text(last.get("content"))[0].split())
     name = "the tool"
+    if last.get("role") == "function":
+        name = f"the {last.get('name', 'function')} function"
     for message in reversed(messages[:-1]):
         for call in message.get("tool_calls") or []:
             if isinstance(call, Mapping) and call.get("id") == last.get("tool_call_id"):
@@ -432,92 +405,3 @@ def _tool_answer(messages: Sequence[Mapping[str, Any]], rng: random.Random) -> s
             continue
         break
     return f"According to {name}, the result is {result}. {_prose(rng, 8, 20)}"
-
-
-def completion_body(
-    completion: Completion,
-    *,
-    id: str,
-    created: int,
-    model: str,
-    credits: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The ``chat.completion`` object (spec 2.3), ``credits`` fields appended."""
-    return {
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": completion.message(), "finish_reason": completion.finish_reason}
-        ],
-        "usage": completion.usage(),
-        **credits,
-    }
-
-
-def stream_chunks(
-    completion: Completion,
-    *,
-    id: str,
-    created: int,
-    model: str,
-    credits: Mapping[str, Any],
-    include_usage: bool = False,
-) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of a streamed reply (spec section 6).
-
-    The first delta carries ``role`` and the first piece of content (``content: null`` and the
-    first tool-call fragment for a tool call); later deltas carry content pieces, then each
-    call as ``index``/``id``/``type``/``function.name`` followed by ``arguments`` pieces; the
-    last chunk has an empty delta, the finish reason and the ``credits`` fields. With
-    ``include_usage`` a final chunk with ``choices: []`` and ``usage`` follows (OpenAI's
-    ``stream_options`` convention).
-    """
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {
-            "id": id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
-
-    deltas: list[dict[str, Any]] = []
-
-    def add(delta: dict[str, Any]) -> None:
-        if deltas:
-            deltas.append(delta)
-        else:  # the first delta of all carries the role and the (possibly null) content
-            deltas.append({"role": "assistant", "content": None, **delta})
-
-    if completion.content is not None:
-        for piece in split_pieces(completion.content):
-            add({"content": piece})
-    for index, call in enumerate(completion.tool_calls):
-        head = {"index": index, "id": call.id, "type": "function"}
-        add({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
-        for piece in split_pieces(call.arguments) if call.arguments else []:
-            add({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    if completion.function_call is not None:
-        add({"function_call": {"name": completion.function_call.name, "arguments": ""}})
-        for piece in split_pieces(completion.function_call.arguments):
-            if piece:
-                add({"function_call": {"arguments": piece}})
-    if not deltas:
-        add({"content": ""})
-    chunks = [chunk(delta) for delta in deltas]
-    chunks.append({**chunk({}, completion.finish_reason), **credits})
-    if include_usage:
-        chunks.append(
-            {
-                "id": id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [],
-                "usage": completion.usage(),
-            }
-        )
-    return chunks

@@ -1,15 +1,22 @@
 """Values that satisfy a JSON schema, drawn from a seeded random generator.
 
 The fake engine answers a tool call with arguments made here from the tool's ``parameters``
-schema, so a client under test receives arguments it can validate and use. Supported: ``type``
-(one or a list; ``null`` is avoided when another type is allowed) ``object`` with
-``properties`` / ``required`` (optional properties appear about half of the time), ``string``
-(``minLength`` / ``maxLength``, ``format`` date, date-time, time, email, uri/url, uuid),
-``number`` and ``integer`` (``minimum`` / ``maximum``, the exclusive forms, ``multipleOf``),
-``boolean``, ``null``, ``array`` (``items``, ``prefixItems``, ``minItems`` / ``maxItems``,
-``uniqueItems``), ``enum``, ``const``, ``anyOf`` / ``oneOf`` (one branch), ``allOf`` (merged),
-``$ref`` into ``#/$defs`` or ``#/definitions`` (as pydantic writes them), and boolean schemas.
-``pattern`` is not honoured. A missing or empty schema for a function's parameters gives ``{}``.
+schema, and a ``json_schema`` response format with a value of its schema, so a client under
+test receives values it can validate and use. Supported: ``type`` (one or a list; ``null`` is
+avoided when another type is allowed) ``object`` with ``properties`` / ``required`` (optional
+properties appear about half of the time, all of them in ``strict`` mode; never others),
+``string`` (``minLength`` / ``maxLength``, ``format`` date, date-time, time, email, uri/url,
+uuid), ``number`` and ``integer`` (``minimum`` / ``maximum``, the exclusive forms,
+``multipleOf``), ``boolean``, ``null``, ``array`` (``items``, ``prefixItems``, ``minItems`` /
+``maxItems``, ``uniqueItems``), ``enum``, ``const``, ``anyOf`` / ``oneOf`` (one branch),
+``allOf`` (merged), ``$ref`` into ``#/$defs`` or ``#/definitions`` (as pydantic writes them),
+and boolean schemas. ``pattern`` is not honoured. A missing or empty schema for a function's
+parameters gives ``{}``.
+
+Schemas come from strangers, so the work is bounded: past `MAX_DEPTH` levels optional parts
+are left out (``null`` is preferred, arrays are as short as allowed), so recursive schemas end;
+arrays hold at most `MAX_ITEMS` items and strings at most `MAX_STRING` characters, whatever the
+schema asks; once a value has grown to about `MAX_SIZE` characters, everything left is ``null``.
 """
 
 from __future__ import annotations
@@ -22,14 +29,30 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["sample_arguments", "sample_schema"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "MAX_SIZE",
+    "MAX_STRING",
+    "sample_arguments",
+    "sample_schema",
+]
 
 _WORDS = (
     "alpha", "blue", "river", "quick", "stone", "paris", "london", "data", "report", "green",
     "summer", "north", "value", "sample", "query", "metric", "update", "orange", "delta", "cloud",
 )  # fmt: skip
 
-_MAX_DEPTH = 8
+MAX_DEPTH = 8
+"""Nesting past which only what the schema requires is made."""
+MAX_ITEMS = 256
+"""The longest array made."""
+MAX_STRING = 4096
+"""The longest string made."""
+MAX_SIZE = 64_000
+"""About the most characters one value takes (each value counts 16, each string its length)."""
+_VALUE_SIZE = 16
+_HARD_DEPTH = 64
 _DEFAULT_SPAN = 100
 
 
@@ -41,44 +64,110 @@ def sample_arguments(schema: object, rng: random.Random) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def sample_schema(schema: object, rng: random.Random, root: object = None, depth: int = 0) -> Any:
-    """A value valid under ``schema`` (best effort for the unsupported keywords)."""
-    if root is None:
-        root = schema
-    if schema is True or schema is None:
-        return rng.choice(_WORDS)
-    if not isinstance(schema, Mapping):
-        return None
-    schema = _resolve(schema, root)
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return rng.choice(schema["enum"])
-    if "allOf" in schema and isinstance(schema["allOf"], list):
-        return sample_schema(_merge_all_of(schema, root), rng, root, depth)
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            resolved = [_resolve(o, root) if isinstance(o, Mapping) else o for o in options]
-            non_null = [o for o in resolved if not _is_null_schema(o)] or resolved
-            base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
-            choice = rng.choice(non_null)
-            merged = {**base, **choice} if isinstance(choice, Mapping) else choice
-            return sample_schema(merged, rng, root, depth + 1)
-    kind = _pick_type(schema, rng)
-    if kind == "object":
-        return _sample_object(schema, rng, root, depth)
-    if kind == "array":
-        return _sample_array(schema, rng, root, depth)
-    if kind == "integer":
-        return _sample_integer(schema, rng)
-    if kind == "number":
-        return _sample_number(schema, rng)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    if kind == "null":
-        return None
-    return _sample_string(schema, rng)
+def sample_schema(schema: object, rng: random.Random, *, strict: bool = False) -> Any:
+    """A value valid under ``schema`` (best effort for the unsupported keywords); with
+    ``strict``, objects carry every property of their schema."""
+    return _Sampler(rng, schema, strict).sample(schema, 0)
+
+
+class _Sampler:
+    def __init__(self, rng: random.Random, root: object, strict: bool) -> None:
+        self.rng = rng
+        self.root = root
+        self.strict = strict
+        self.size = 0
+
+    def sample(self, schema: object, depth: int) -> Any:
+        rng = self.rng
+        self.size += _VALUE_SIZE
+        if self.size > MAX_SIZE or depth > _HARD_DEPTH:
+            return None
+        if schema is True or schema is None:
+            return rng.choice(_WORDS)
+        if not isinstance(schema, Mapping):
+            return None
+        schema = _resolve(schema, self.root)
+        if "const" in schema:
+            return schema["const"]
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return rng.choice(schema["enum"])
+        if "allOf" in schema and isinstance(schema["allOf"], list):
+            return self.sample(_merge_all_of(schema, self.root), depth)
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and options:
+                resolved = [
+                    _resolve(o, self.root) if isinstance(o, Mapping) else o for o in options
+                ]
+                nulls = [o for o in resolved if _is_null_schema(o)]
+                non_null = [o for o in resolved if not _is_null_schema(o)]
+                pick = (nulls if depth >= MAX_DEPTH else non_null) or resolved
+                base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+                choice = rng.choice(pick)
+                merged = {**base, **choice} if isinstance(choice, Mapping) else choice
+                return self.sample(merged, depth + 1)
+        kind = _pick_type(schema, depth)
+        if kind == "object":
+            return self._object(schema, depth)
+        if kind == "array":
+            return self._array(schema, depth)
+        if kind == "integer":
+            return _sample_integer(schema, rng)
+        if kind == "number":
+            return _sample_number(schema, rng)
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "null":
+            return None
+        text = _sample_string(schema, rng)
+        self.size += len(text)
+        return text
+
+    def _object(self, schema: Mapping[str, Any], depth: int) -> dict[str, Any]:
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        required = schema.get("required")
+        required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+        result: dict[str, Any] = {}
+        for name, subschema in properties.items():
+            if name in required or self.strict or (depth < MAX_DEPTH and self.rng.random() < 0.5):
+                result[name] = self.sample(subschema, depth + 1)
+        for name in required:
+            if name not in result:
+                result[name] = self.rng.choice(_WORDS)
+        return result
+
+    def _array(self, schema: Mapping[str, Any], depth: int) -> list[Any]:
+        low = _int_or(schema.get("minItems"), None)
+        high = _int_or(schema.get("maxItems"), None)
+        if low is None:
+            low = 0 if depth >= MAX_DEPTH else min(1, high) if high is not None else 1
+        if high is None:
+            high = low if depth >= MAX_DEPTH else max(low, 3)
+        low = min(max(low, 0), MAX_ITEMS)
+        high = min(max(low, high), MAX_ITEMS)
+        count = self.rng.randint(low, high)
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        items = schema.get("items", True)
+        if isinstance(items, list):  # the older tuple form
+            prefix, items = items, schema.get("additionalItems", True)
+        unique = schema.get("uniqueItems") is True
+        result: list[Any] = []
+        seen: set[str] = set()
+        for index in range(count):
+            item_schema = prefix[index] if index < len(prefix) else items
+            for _ in range(20 if unique else 1):
+                value = self.sample(item_schema, depth + 1)
+                marker = repr(value)
+                if not unique or marker not in seen:
+                    break
+            else:
+                if len(result) >= low:
+                    break
+            seen.add(marker)
+            result.append(value)
+        return result
 
 
 def _resolve(schema: Mapping[str, Any], root: object) -> Mapping[str, Any]:
@@ -122,10 +211,12 @@ def _is_null_schema(schema: object) -> bool:
     return isinstance(schema, Mapping) and schema.get("type") == "null"
 
 
-def _pick_type(schema: Mapping[str, Any], rng: random.Random) -> str:
+def _pick_type(schema: Mapping[str, Any], depth: int) -> str:
     kind = schema.get("type")
     if isinstance(kind, list):
         options = [k for k in kind if k != "null"] or kind
+        if depth >= MAX_DEPTH and "null" in kind:
+            options = ["null"]
         return str(options[0]) if options else "string"
     if isinstance(kind, str):
         return kind
@@ -136,57 +227,6 @@ def _pick_type(schema: Mapping[str, Any], rng: random.Random) -> str:
     if any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
         return "number"
     return "string"
-
-
-def _sample_object(
-    schema: Mapping[str, Any], rng: random.Random, root: object, depth: int
-) -> dict[str, Any]:
-    properties = schema.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
-    required = schema.get("required")
-    required = [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
-    result: dict[str, Any] = {}
-    for name, subschema in properties.items():
-        if name in required or (depth < _MAX_DEPTH and rng.random() < 0.5):
-            result[name] = sample_schema(subschema, rng, root, depth + 1)
-    for name in required:
-        if name not in result:
-            result[name] = rng.choice(_WORDS)
-    return result
-
-
-def _sample_array(
-    schema: Mapping[str, Any], rng: random.Random, root: object, depth: int
-) -> list[Any]:
-    low = _int_or(schema.get("minItems"), None)
-    high = _int_or(schema.get("maxItems"), None)
-    if low is None:
-        low = 0 if depth >= _MAX_DEPTH else min(1, high) if high is not None else 1
-    if high is None:
-        high = low if depth >= _MAX_DEPTH else max(low, 3)
-    high = max(low, high)
-    count = rng.randint(low, high)
-    prefix = schema.get("prefixItems")
-    prefix = prefix if isinstance(prefix, list) else []
-    items = schema.get("items", True)
-    if isinstance(items, list):  # the older tuple form
-        prefix, items = items, schema.get("additionalItems", True)
-    unique = schema.get("uniqueItems") is True
-    result: list[Any] = []
-    seen: set[str] = set()
-    for index in range(count):
-        item_schema = prefix[index] if index < len(prefix) else items
-        for _ in range(20 if unique else 1):
-            value = sample_schema(item_schema, rng, root, depth + 1)
-            marker = repr(value)
-            if not unique or marker not in seen:
-                break
-        else:
-            if len(result) >= low:
-                break
-        seen.add(marker)
-        result.append(value)
-    return result
 
 
 def _int_or(value: object, default: int | None) -> int | None:
@@ -264,7 +304,7 @@ def _sample_number(schema: Mapping[str, Any], rng: random.Random) -> float | int
 
 
 def _sample_string(schema: Mapping[str, Any], rng: random.Random) -> str:
-    min_len = max(0, _int_or(schema.get("minLength"), 0) or 0)
+    min_len = min(max(0, _int_or(schema.get("minLength"), 0) or 0), MAX_STRING)
     max_len = _int_or(schema.get("maxLength"), None)
     formatted = _formatted(schema.get("format"), rng)
     if (

@@ -1,7 +1,8 @@
 """Chat completion replies (spec 2.3) and stream chunks (spec 6), parsed leniently.
 
 ``finish_reason`` is typed as a string: the known values are ``stop``, ``length``,
-``content_filter`` and ``tool_calls``, and an unknown value is kept, not rejected.
+``content_filter`` and ``tool_calls``, and an unknown value is kept, not rejected. Choices carry
+``logprobs`` when the request asked for them (``logprobs=True``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ __all__ = [
     "ChatCompletion",
     "ChatCompletionChunk",
     "Choice",
+    "ChoiceLogprobs",
     "ChunkChoice",
     "ChunkDelta",
     "FinishReason",
     "FunctionCall",
     "Message",
+    "TokenLogprob",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallFunctionDelta",
+    "TopLogprob",
     "Usage",
 ]
 
@@ -52,10 +56,34 @@ class ToolCall(GatewayModel):
 class Message(GatewayModel):
     """A chat message in a reply. It can be passed back in ``messages`` as it is."""
 
-    role: Literal["system", "user", "assistant", "tool"] | str = "assistant"
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"] | str = (
+        "assistant"
+    )
     content: str | None = None
     tool_calls: list[ToolCall] | None = None
     function_call: FunctionCall | None = None
+
+
+class TopLogprob(GatewayModel):
+    """A token the model could have written at a position, and its log probability."""
+
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+    """The token's UTF-8 bytes (a token may hold part of a character)."""
+
+
+class TokenLogprob(TopLogprob):
+    """A token of the reply, its log probability, and the likeliest tokens at its position."""
+
+    top_logprobs: list[TopLogprob] = []
+
+
+class ChoiceLogprobs(GatewayModel):
+    """The log probabilities of a choice's tokens, in order (``logprobs=True``)."""
+
+    content: list[TokenLogprob] | None = None
+    refusal: list[TokenLogprob] | None = None
 
 
 class Choice(GatewayModel):
@@ -64,6 +92,7 @@ class Choice(GatewayModel):
     index: int = 0
     message: Message
     finish_reason: FinishReason | str | None = None
+    logprobs: ChoiceLogprobs | None = None
 
 
 class Usage(GatewayModel):
@@ -121,6 +150,8 @@ class ChunkChoice(GatewayModel):
     index: int = 0
     delta: ChunkDelta = ChunkDelta()
     finish_reason: FinishReason | str | None = None
+    logprobs: ChoiceLogprobs | None = None
+    """The log probabilities of the tokens this chunk adds."""
 
 
 class ChatCompletionChunk(CreditsMixin, GatewayModel):

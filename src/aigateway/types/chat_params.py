@@ -7,18 +7,28 @@ serialises the validated dict in one pass). The mock gateway checks requests wit
 definitions, so client and mock agree on every limit.
 
 Roles: the spec lists ``system``, ``user`` and ``assistant``; ``tool`` is accepted as well,
-because returning a tool's result (spec 2.1, ``tools``) needs it, as in the OpenAI convention.
+because returning a tool's result (spec 2.1, ``tools``) needs it, as in the OpenAI convention,
+and so are ``developer`` (OpenAI's newer name for ``system``) and the legacy ``function``.
+
+Beyond the spec's fields, the ones OpenAI-compatible clients send today are typed and checked
+the same way: ``n``, ``logprobs`` and ``top_logprobs``, ``max_completion_tokens``,
+``parallel_tool_calls``, ``stream_options``, ``logit_bias`` and ``response_format`` of type
+``json_schema``. Checks that involve two fields are made on the later one (``top_logprobs``
+needs ``logprobs``; ``tool_choice`` must name a tool of ``tools``; ``max_tokens`` cannot be
+given with ``max_completion_tokens``, which replaces it, as OpenAI answers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 import httpx
-from pydantic import ConfigDict, Field, with_config
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, with_config
+from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, Required, TypedDict
 
+from ._json_schema import schema_problem
 from .chat import ChatCompletion, Choice, Message
 
 __all__ = [
@@ -32,31 +42,56 @@ __all__ = [
     "ChatMessageInput",
     "ChatMessageParam",
     "ContentPartParam",
+    "DeveloperMessageParam",
     "FunctionDefinitionParam",
+    "FunctionMessageParam",
     "ImagePartParam",
+    "JSONSchemaParam",
     "RequestOptions",
+    "ResponseFormatJSONObjectParam",
+    "ResponseFormatJSONSchemaParam",
     "ResponseFormatParam",
+    "ResponseFormatTextParam",
+    "StreamOptionsParam",
     "SystemMessageParam",
     "TextPartParam",
     "ToolChoiceParam",
     "ToolMessageParam",
     "ToolParam",
     "UserMessageParam",
+    "tool_choice_problem",
 ]
 
 ALLOWED: Mapping[str, str] = {
     "model": "a model id string (see client.models.list())",
     "messages": "a list of at least 1 message",
-    "role": "one of 'system', 'user', 'assistant', 'tool'",
-    "max_tokens": "an integer from 1 to 128000",
+    "role": "one of 'system', 'developer', 'user', 'assistant', 'tool', 'function'",
+    "max_tokens": "an integer from 1 to 128000, not with max_completion_tokens (which replaces it)",
+    "max_completion_tokens": "an integer from 1 to 128000",
+    "n": "an integer from 1 to 128",
+    "logprobs": "true or false",
+    "top_logprobs": "an integer from 0 to 20, with logprobs: true",
+    "logit_bias": "a map of token ids (strings of digits) to integers from -100 to 100",
+    "parallel_tool_calls": "true or false",
+    "stream_options": "{'include_usage': true or false}",
     "temperature": "a number from 0 to 2",
     "top_p": "a number from 0 to 1",
     "presence_penalty": "a number from -2 to 2",
     "frequency_penalty": "a number from -2 to 2",
     "stop": "a string or a list of at most 4 strings",
     "stream": "true or false",
-    "tool_choice": "'auto', 'none', 'required' or {'type': 'function', 'function': {'name': ...}}",
-    "response_format": "{'type': 'json_object'} or {'type': 'text'}",
+    "tool_choice": (
+        "'auto', 'none', 'required' (with tools) or "
+        "{'type': 'function', 'function': {'name': <a function in tools>}}"
+    ),
+    "response_format": (
+        "{'type': 'text'}, {'type': 'json_object'} or "
+        "{'type': 'json_schema', 'json_schema': {'name': ..., 'schema': {...}, 'strict': ...}}"
+    ),
+    "json_schema": (
+        "{'name': 1 to 64 letters, digits, '_' or '-', 'description': a string, "
+        "'schema': a JSON schema object, 'strict': true or false}"
+    ),
     "seed": "an integer",
     "content": "a string or a list of {'type': 'text'} / {'type': 'image_url'} parts",
 }
@@ -104,6 +139,15 @@ class SystemMessageParam(TypedDict, total=False):
 
 
 @with_config(ConfigDict(extra="allow"))
+class DeveloperMessageParam(TypedDict, total=False):
+    """Instructions, as ``system`` gives them (OpenAI's newer name for that role)."""
+
+    role: Required[Literal["developer"]]
+    content: Required[str | list[TextPartParam]]
+    name: str
+
+
+@with_config(ConfigDict(extra="allow"))
 class UserMessageParam(TypedDict, total=False):
     role: Required[Literal["user"]]
     content: Required[str | list[ContentPartParam]]
@@ -126,8 +170,22 @@ class ToolMessageParam(TypedDict, total=False):
     tool_call_id: Required[str]
 
 
+@with_config(ConfigDict(extra="allow"))
+class FunctionMessageParam(TypedDict, total=False):
+    """A legacy ``function_call``'s result, named by the function."""
+
+    role: Required[Literal["function"]]
+    content: Required[str | None]
+    name: Required[str]
+
+
 ChatMessageParam = Annotated[
-    SystemMessageParam | UserMessageParam | AssistantMessageParam | ToolMessageParam,
+    SystemMessageParam
+    | DeveloperMessageParam
+    | UserMessageParam
+    | AssistantMessageParam
+    | ToolMessageParam
+    | FunctionMessageParam,
     Field(discriminator="role"),
 ]
 """A message written as a dict."""
@@ -160,8 +218,50 @@ class NamedToolChoiceParam(TypedDict):
 ToolChoiceParam = Union[Literal["auto", "none", "required"], NamedToolChoiceParam]
 
 
-class ResponseFormatParam(TypedDict):
-    type: Literal["json_object", "text"]
+class ResponseFormatTextParam(TypedDict):
+    type: Literal["text"]
+
+
+class ResponseFormatJSONObjectParam(TypedDict):
+    """Any JSON object."""
+
+    type: Literal["json_object"]
+
+
+def _schema_shape(schema: dict[str, Any]) -> dict[str, Any]:
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise PydanticCustomError(
+            "json_schema", "not a JSON schema: {problem}", {"problem": problem}
+        )
+    return schema
+
+
+class JSONSchemaParam(TypedDict, total=False):
+    name: Required[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]]
+    description: str
+    schema: Annotated[dict[str, Any], AfterValidator(_schema_shape)]
+    """The JSON schema the reply follows (pydantic's ``Model.model_json_schema()``, say)."""
+    strict: bool | None
+    """True: the reply follows the schema exactly (every property present, no others)."""
+
+
+class ResponseFormatJSONSchemaParam(TypedDict):
+    """JSON that follows a schema (OpenAI's structured outputs)."""
+
+    type: Literal["json_schema"]
+    json_schema: JSONSchemaParam
+
+
+ResponseFormatParam = Annotated[
+    ResponseFormatTextParam | ResponseFormatJSONObjectParam | ResponseFormatJSONSchemaParam,
+    Field(discriminator="type"),
+]
+
+
+class StreamOptionsParam(TypedDict, total=False):
+    include_usage: Annotated[bool, Field(strict=True)]
+    """True: a last chunk with ``choices: []`` carries the ``usage`` of the whole stream."""
 
 
 class RequestOptions(TypedDict, total=False):
@@ -190,19 +290,86 @@ class RequestOptions(TypedDict, total=False):
     default."""
 
 
+T = TypeVar("T")
+
+
+def _needs(earlier: str, problem: str) -> AfterValidator:
+    """A check that a field goes with an ``earlier`` one (declared before it)."""
+
+    def check(value: T, info: ValidationInfo) -> T:
+        if not info.data.get(earlier):
+            raise PydanticCustomError("needs_field", problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def _alone_with(earlier: str, problem: str) -> AfterValidator:
+    """A check that a field is not given together with an ``earlier`` one."""
+
+    def check(value: T, info: ValidationInfo) -> T:
+        if earlier in info.data:
+            raise PydanticCustomError("conflicting_fields", problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def tool_choice_problem(tool_choice: object, tools: Sequence[ToolParam] | None) -> str | None:
+    """Why ``tool_choice`` cannot go with ``tools`` (it names a function not in them, or is
+    ``required`` without any), or None."""
+    names = [tool["function"]["name"] for tool in tools or ()]
+    known = f"(tools: {', '.join(repr(n) for n in names) or 'none'})"
+    if isinstance(tool_choice, Mapping):
+        name = tool_choice.get("function", {}).get("name")
+        if name not in names:
+            return f"names the function {name!r}, which is not in tools {known}"
+    if tool_choice == "required" and not names:
+        return "'required' needs tools"
+    return None
+
+
+def _tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
+    problem = tool_choice_problem(choice, info.data.get("tools"))
+    if problem is not None:
+        raise PydanticCustomError("tool_choice", "{problem}", {"problem": problem})
+    return choice
+
+
 class _ChatSettings(TypedDict, total=False):
-    max_tokens: Annotated[int, Field(strict=True, ge=1, le=128_000)]
+    max_completion_tokens: Annotated[int, Field(strict=True, ge=1, le=128_000)]
+    max_tokens: Annotated[
+        int,
+        Field(strict=True, ge=1, le=128_000),
+        _alone_with("max_completion_tokens", "cannot be given with max_completion_tokens"),
+    ]
+    """Deprecated by OpenAI in favour of ``max_completion_tokens``; the same meaning."""
     temperature: Annotated[float, Field(ge=0, le=2)]
     top_p: Annotated[float, Field(ge=0, le=1)]
+    n: Annotated[int, Field(strict=True, ge=1, le=128)]
+    """How many alternative replies (choices) to make; all are billed."""
     stop: str | Annotated[list[str], Field(max_length=4)]
     presence_penalty: Annotated[float, Field(ge=-2, le=2)]
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)]
+    logit_bias: dict[
+        Annotated[str, Field(pattern=r"^[0-9]+$")],
+        Annotated[int, Field(strict=True, ge=-100, le=100)],
+    ]
+    logprobs: Annotated[bool, Field(strict=True)]
+    """True: each choice carries the log probability of every token of its content."""
+    top_logprobs: Annotated[
+        int, Field(strict=True, ge=0, le=20), _needs("logprobs", "needs logprobs: true")
+    ]
+    """How many likeliest alternatives to list at each token (needs ``logprobs``)."""
     user: str
     tools: list[ToolParam]
-    tool_choice: ToolChoiceParam
+    tool_choice: Annotated[ToolChoiceParam, AfterValidator(_tool_choice_in_tools)]
+    parallel_tool_calls: Annotated[bool, Field(strict=True)]
+    """False: at most one tool call per reply."""
     functions: list[FunctionDefinitionParam]
     response_format: ResponseFormatParam
     seed: Annotated[int, Field(strict=True)]
+    stream_options: StreamOptionsParam
 
 
 class ChatCompletionRequest(_ChatSettings, total=False):

@@ -87,7 +87,8 @@ def _bind(host: str, port: int) -> socket.socket:
     if not 0 <= port <= 65535:
         raise ValueError(f"a port is a number from 0 to 65535, got {port!r}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         if os.name != "nt":  # elsewhere it would let two servers share the port
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -95,7 +96,9 @@ def _bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         reason = exc.strerror or str(exc)
-        raise OSError(exc.errno, f"cannot serve on {host}:{port}: {reason}") from None
+        error = OSError(f"cannot serve on {host}:{port}: {reason}")
+        error.errno = exc.errno
+        raise error from None
     return sock
 
 

@@ -2,11 +2,13 @@
 
     aigateway chat "Hello" [--model M] [--stream] [--mock]
     aigateway models [--mock]
-    aigateway mock serve [--port N] [--seed S] [--time-to-first-token S] [--token-delay S]
+    aigateway mock serve [--host H] [--port N] [--rate-limits PRESET] [--credits C]
+                         [--accounts N] [--seed S] [--time-to-first-token S] [--token-delay S]
 
 ``chat`` and ``models`` use ``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``, or with
 ``--mock`` an in-process mock gateway (no key, no network). ``mock serve`` prints the base URL
-and the mock's API key, then serves until interrupted (Ctrl-C).
+and the mock's API keys (and the lines to export them), then serves on the wall clock until
+interrupted (Ctrl-C); a bad option or a busy port is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -46,8 +48,21 @@ def _parser() -> argparse.ArgumentParser:
     mock = commands.add_parser("mock", help="the bundled mock gateway")
     mock_commands = mock.add_subparsers(dest="mock_command", required=True)
     serve = mock_commands.add_parser("serve", help="serve the mock gateway over HTTP")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default %(default)s)"
+    )
+    serve.add_argument(
+        "--port", default="8000", help="port (default %(default)s; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--rate-limits",
+        default="free",
+        metavar="PRESET",
+        help="per-key rate limits, a name of aigateway.testing.RATE_LIMIT_PRESETS "
+        "(default %(default)s; 'unlimited' for none)",
+    )
+    serve.add_argument("--credits", type=float, default=20.0, help="each account's balance")
+    serve.add_argument("--accounts", type=int, default=0, metavar="N", help="extra accounts")
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--time-to-first-token", type=float, default=0.0, metavar="SECONDS")
     serve.add_argument("--token-delay", type=float, default=0.0, metavar="SECONDS")
@@ -89,28 +104,53 @@ def wait_until_interrupted() -> None:
     threading.Event().wait()
 
 
-def _mock_serve(args: argparse.Namespace, out: TextIO) -> None:
-    from .testing import MockGateway
+def _port(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"--port is a number from 0 to 65535, got {text!r}") from None
 
+
+def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    from .testing import MockGateway
+    from .testing._server import is_loopback
+
+    port = _port(args.port)
+    if args.accounts < 0:
+        raise ValueError(f"--accounts is a number of extra accounts, got {args.accounts}")
     gateway = MockGateway(
         seed=args.seed,
+        credits=args.credits,
+        rate_limits=args.rate_limits,
         time_to_first_token=args.time_to_first_token,
         token_delay=args.token_delay,
     )
-    with gateway.serve(host=args.host, port=args.port) as url:
-        out.write(f"Mock gateway serving at {url}\n")
-        out.write(f"API key (mock account, {gateway.credits():g} credits): {gateway.api_key}\n")
-        out.write(f"  export AIGATEWAY_BASE_URL={url} AIGATEWAY_API_KEY={gateway.api_key}\n")
-        out.write("Press Ctrl-C to stop.\n")
-        out.flush()
-        try:
+    extra = [gateway.create_account(args.credits) for _ in range(args.accounts)]
+    if not is_loopback(args.host):
+        err.write(
+            f"aigateway: warning: serving on {args.host}: anyone who can reach this machine "
+            "on the network can use the mock gateway\n"
+        )
+        err.flush()
+    try:
+        with gateway.serve(host=args.host, port=port) as url:
+            out.write(f"Mock gateway serving at {url} (rate limits: {args.rate_limits})\n")
+            out.write(f"API key (mock account, {gateway.credits():g} credits): {gateway.api_key}\n")
+            for account in extra:
+                out.write(f"API key (extra account): {account.key}\n")
+            out.write(f"export AIGATEWAY_BASE_URL={url}\n")
+            out.write(f"export AIGATEWAY_API_KEY={gateway.api_key}\n")
+            out.write("Press Ctrl-C to stop.\n")
+            out.flush()
             wait_until_interrupted()
-        except KeyboardInterrupt:
-            out.write("stopped\n")
+    except KeyboardInterrupt:
+        out.write("stopped\n")
+        out.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 an API error, 2 bad usage)."""
+    """Run the command line; returns the exit status (0 ok, 1 an API error, 2 bad usage or a
+    port that cannot be served)."""
     args = _parser().parse_args(argv)
     out = sys.stdout
     try:
@@ -119,7 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "models":
             _models(args, out)
         else:
-            _mock_serve(args, out)
+            try:
+                _mock_serve(args, out, sys.stderr)
+            except (ValueError, OSError) as error:
+                print(f"aigateway: error: {error}", file=sys.stderr)
+                return 2
     except (AIGatewayError, ImportError) as error:
         print(f"aigateway: error: {error}", file=sys.stderr)
         return 1

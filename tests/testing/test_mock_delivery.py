@@ -207,11 +207,12 @@ def test_served_pacing_waits_in_full_whatever_the_read_timeout(gateway: MockGate
     start = gateway.clock.now()
     body = {"model": "gpt-4o", "messages": user(), "stream": True}
     headers = {"Authorization": f"Bearer {gateway.api_key}"}
-    with gateway.serve() as url, httpx.Client(base_url=url, headers=headers, timeout=1.0) as h:
+    served = gateway.serve(clock="manual")
+    with served as url, httpx.Client(base_url=url, headers=headers, timeout=1.0) as h:
         lines = [line for line in h.post("/chat/completions", json=body).iter_lines() if line]
     assert lines[-1] == "data: [DONE]"
     # the server sleeps the whole pacing (recorded here, so no real time passes) and leaves the
-    # read timeout to the client's socket; the mock clock does not move
+    # read timeout to the client's socket; the manual clock does not move
     assert waits.asynchronous == [5.0] + [3.0] * (len(lines) - 1)
     assert waits.sync == []
     assert gateway.clock.now() == start

@@ -1,10 +1,19 @@
 """The mock gateway as an ASGI application, for uvicorn or any ASGI server.
 
 It wraps the same sans-io `MockGateway.handle` as the in-process transport, so a gateway
-served over a socket has exactly the state and behaviour of the in-process one: whole replies
-are sent at once, streamed replies event by event (paced ones wait with ``anyio.sleep``), and
+served over a socket has exactly the state and behaviour of the in-process one, and acts its
+delivery faults out for real: an injected latency and the stream pacing are waited with
+``anyio.sleep``, a dropped connection is closed without a reply (or in the middle of one), and
 ``/v1/stream`` is the WebSocket endpoint (see `aigateway.testing._ws`). ``handle`` runs in a
 worker thread, so a slow handler never blocks the server's event loop.
+
+Closing a connection is not part of ASGI: the server passes a callable that does it as the
+scope extension ``aigateway.cut`` (`aigateway.testing._server` adds it to uvicorn). Without it a
+drop is left to the server: `ConnectionDropped` is raised to it.
+
+A client that leaves (a stream it stopped reading, a timeout) is noticed at once: the reply
+stops, its body is closed (so it stops counting as in flight for the rate limits) and nothing
+more is written to the dead socket.
 """
 
 from __future__ import annotations
@@ -13,22 +22,30 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
-from ._pacing import aiter_body
+from ._faults import ConnectionDropped, FaultyResponse
+from ._pacing import PacedBody, held_pacing
 from ._wire import MockRequest, MockResponse
 from ._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
 
-__all__ = ["MockASGIApp"]
+__all__ = ["CUT_EXTENSION", "MockASGIApp"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 WEBSOCKET_PATH = "/v1/stream"
+CUT_EXTENSION = "aigateway.cut"
+"""The scope extension under which a server passes a callable that closes the connection."""
+_DROPPED_CLOSE = 1011
+"""The WebSocket close code for a dropped connection (RFC 6455: the server hit a problem)."""
+_CUT_GRACE = 1.0
+"""Seconds to wait for the server to notice a connection it was asked to close."""
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -41,6 +58,48 @@ def _mock_request(scope: Scope, body: bytes) -> MockRequest:
     path = raw_path.decode("ascii") if raw_path else scope["path"]
     query = scope.get("query_string", b"").decode("latin-1")
     return MockRequest(scope["method"], path.partition("?")[0], _headers(scope), body, query)
+
+
+class _Reply:
+    """A reply as the server delivers it: the response, and the paced body whose waits this
+    layer acts out (pacing is held while handling, as in the in-process transport)."""
+
+    def __init__(self, response: MockResponse, paced: PacedBody | None) -> None:
+        self.response = response
+        self._paced = paced
+        faulty = response if isinstance(response, FaultyResponse) else None
+        self.dropped = faulty is not None and faulty.drop
+        self._latency = faulty.latency if faulty is not None else 0.0
+        self._chunk_latency = faulty.chunk_latency if faulty is not None else 0.0
+
+    async def wait_latency(self) -> None:
+        """The injected delay before the reply, if any."""
+        if self._latency:
+            await anyio.sleep(self._latency)
+
+    async def send_events(self, emit: Callable[[bytes], Awaitable[None]]) -> None:
+        """Emit a streamed body's events, each after its waits; a cut raises
+        `ConnectionDropped`. Each event is followed by a checkpoint, so a client that left is
+        noticed before the next write."""
+        body = self.response.body
+        assert not isinstance(body, bytes)
+        while True:
+            if self._chunk_latency:
+                await anyio.sleep(self._chunk_latency)
+            delay = self._paced.next_delay if self._paced is not None else 0.0
+            if delay and self._paced is not None:
+                await self._paced.pacing.async_sleep(delay)
+            try:
+                event = next(body)
+            except StopIteration:
+                return
+            await emit(event)
+            await anyio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        close = getattr(self.response.body, "close", None)
+        if callable(close):
+            close()
 
 
 class MockASGIApp:
@@ -59,8 +118,10 @@ class MockASGIApp:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
 
-    async def _handle(self, request: MockRequest) -> MockResponse:
-        return await anyio.to_thread.run_sync(self.gateway.handle, request)
+    async def _handle(self, request: MockRequest) -> _Reply:
+        with held_pacing() as held:  # the worker thread runs in a copy of this context
+            response = await anyio.to_thread.run_sync(self.gateway.handle, request)
+        return _Reply(response, held[-1] if held else None)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = bytearray()
@@ -71,17 +132,24 @@ class MockASGIApp:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        response = await self._handle(_mock_request(scope, bytes(body)))
-        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()]
-        if isinstance(response.body, bytes):
-            headers.append((b"content-length", str(len(response.body)).encode()))
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        if isinstance(response.body, bytes):
-            await send({"type": "http.response.body", "body": response.body})
-            return
-        async for event in aiter_body(response.body):
-            await send({"type": "http.response.body", "body": event, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+        reply = await self._handle(_mock_request(scope, bytes(body)))
+        cut: Callable[[], None] | None = scope.get("extensions", {}).get(CUT_EXTENSION)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(
+                    _stop_on_disconnect, receive, "http.disconnect", tasks.cancel_scope
+                )
+                try:
+                    await _send_http(reply, send)
+                except ConnectionDropped:
+                    if cut is None:
+                        raise
+                    cut()
+                    with anyio.move_on_after(_CUT_GRACE):
+                        await anyio.sleep_forever()  # until the server has seen it closed
+                tasks.cancel_scope.cancel()
+        finally:
+            reply.close()
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "websocket.connect":
@@ -100,20 +168,61 @@ class MockASGIApp:
         message = await receive()
         if message["type"] != "websocket.receive":
             return
-        response = await self._handle(session.request(message.get("text") or message["bytes"]))
-        async with anyio.create_task_group() as tasks:
-            # a client that leaves early is seen at once, and its close handshake answered
-            tasks.start_soon(_stop_on_disconnect, receive, tasks.cancel_scope)
-            if isinstance(response.body, bytes):
-                await send({"type": "websocket.send", "text": error_frame(response)})
-            else:
-                async for event in aiter_body(response.body):
-                    await send({"type": "websocket.send", "text": event_frame(event)})
-            await send({"type": "websocket.close", "code": 1000})
-            tasks.cancel_scope.cancel()
+        reply = await self._handle(session.request(message.get("text") or message["bytes"]))
+        try:
+            async with anyio.create_task_group() as tasks:
+                # a client that leaves early is seen at once, and its close handshake answered
+                tasks.start_soon(
+                    _stop_on_disconnect, receive, "websocket.disconnect", tasks.cancel_scope
+                )
+                try:
+                    await _send_websocket(reply, send)
+                    await send({"type": "websocket.close", "code": 1000})
+                except ConnectionDropped:
+                    reason = "connection dropped (injected fault)"
+                    await send(
+                        {"type": "websocket.close", "code": _DROPPED_CLOSE, "reason": reason}
+                    )
+                tasks.cancel_scope.cancel()
+        finally:
+            reply.close()
 
 
-async def _stop_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while (await receive())["type"] != "websocket.disconnect":
+async def _send_http(reply: _Reply, send: Send) -> None:
+    if reply.dropped:
+        raise ConnectionDropped("connection dropped before the reply (injected fault)")
+    await reply.wait_latency()
+    response = reply.response
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()]
+    if isinstance(response.body, bytes):
+        headers.append((b"content-length", str(len(response.body)).encode()))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    if isinstance(response.body, bytes):
+        await send({"type": "http.response.body", "body": response.body})
+        return
+
+    async def emit(event: bytes) -> None:
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+
+    await reply.send_events(emit)
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _send_websocket(reply: _Reply, send: Send) -> None:
+    if reply.dropped:
+        raise ConnectionDropped("connection dropped before the reply (injected fault)")
+    await reply.wait_latency()
+    if isinstance(reply.response.body, bytes):
+        await send({"type": "websocket.send", "text": error_frame(reply.response)})
+        return
+
+    async def emit(event: bytes) -> None:
+        await send({"type": "websocket.send", "text": event_frame(event)})
+
+    await reply.send_events(emit)
+
+
+async def _stop_on_disconnect(receive: Receive, disconnect: str, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != disconnect:
         pass
     scope.cancel()

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from .._client import AsyncClient, Client
+    from ._server import ClockMode
     from ._transport import MockTransport
 
 __all__ = ["DEFAULT_BASE_URL", "MockGateway"]
@@ -217,14 +218,17 @@ class MockGateway:
 
         return MockTransport(self)
 
-    def serve(self, *, host: str = "127.0.0.1", port: int = 0) -> AbstractContextManager[str]:
+    def serve(
+        self, *, host: str = "127.0.0.1", port: int = 0, clock: ClockMode = "wall"
+    ) -> AbstractContextManager[str]:
         """Serve this gateway over real HTTP (and its WebSocket) with uvicorn, in a background
         thread: ``with gateway.serve() as url:`` gives the base URL (``http://127.0.0.1:<port>/v1``);
-        the server stops when the block ends. Port 0 picks a free port. Needs the
-        ``aigateway[server]`` extra."""
+        the server stops when the block ends. Port 0 picks a free port. While serving, the clock
+        follows the wall clock, so rate limits run in real time; ``clock="manual"`` keeps it
+        where the test puts it. Needs the ``aigateway[server]`` extra."""
         from ._server import serve
 
-        return serve(self, host=host, port=port)
+        return serve(self, host=host, port=port, clock=clock)
 
     def client(self, *, api_key: str | None = None, **options: Any) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key).

@@ -1,24 +1,44 @@
-"""`MockGateway.serve`: the mock over real HTTP, with uvicorn in a background thread."""
+"""`MockGateway.serve`: the mock over real HTTP, with uvicorn in a background thread.
+
+The socket is bound before the server starts, so a busy port or an unknown host is an
+`OSError` naming them, raised by ``serve`` itself. While serving, the gateway's clock follows
+the wall clock (``clock="wall"``, the default: rate-limit windows, ``Retry-After`` and
+``X-RateLimit-Reset`` are real) or is stopped (``clock="manual"``: only the test moves it); it
+goes back to its former mode, without jumping back in time, when the server stops.
+
+uvicorn's h11 protocol is given the ``aigateway.cut`` scope extension, which closes the
+connection, so dropped connections are acted out without an error in the server's log.
+uvicorn's loggers are left to the application's logging configuration.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._optional import require
-from ._asgi import MockASGIApp
+from ._asgi import CUT_EXTENSION, MockASGIApp
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
 
-__all__ = ["serve", "server_config"]
+__all__ = ["ClockMode", "is_loopback", "serve", "server_config"]
+
+ClockMode = Literal["wall", "manual"]
+
+
+def _uvicorn() -> Any:
+    return require("uvicorn", "server", "serving the mock gateway over HTTP")
 
 
 def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
     """The uvicorn configuration serving ``gateway`` (HTTP and WebSocket, quiet logs)."""
-    uvicorn = require("uvicorn", "server", "serving the mock gateway over HTTP")
+    uvicorn = _uvicorn()
     require("websockets", "ws", "the mock gateway's WebSocket endpoint")
     return uvicorn.Config(
         MockASGIApp(gateway),
@@ -26,15 +46,71 @@ def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
         port=port,
         lifespan="off",
         log_level="warning",
+        log_config=None,
+        http=_cuttable_h11_protocol(),
         ws="websockets-sansio",
         timeout_graceful_shutdown=2,
     )
 
 
+def _cuttable_h11_protocol() -> type:
+    """uvicorn's h11 protocol, giving each request the ``aigateway.cut`` extension."""
+    h11_impl = require("uvicorn.protocols.http.h11_impl", "server", "serving the mock gateway")
+
+    class CuttableH11Protocol(h11_impl.H11Protocol):  # type: ignore[misc,name-defined]
+        app: Any
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            app = self.app
+
+            async def with_cut(scope: Any, receive: Any, send: Any) -> None:
+                scope.setdefault("extensions", {})[CUT_EXTENSION] = self.transport.close
+                await app(scope, receive, send)
+
+            self.app = with_cut
+
+    return CuttableH11Protocol
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` is reachable from this machine only (``localhost``, ``127.x``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise ValueError(f"a port is a number from 0 to 65535, got {port!r}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if os.name != "nt":  # elsewhere it would let two servers share the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        error = OSError(f"cannot serve on {host}:{port}: {reason}")
+        error.errno = exc.errno
+        raise error from None
+    return sock
+
+
 @contextmanager
-def serve(gateway: MockGateway, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def serve(
+    gateway: MockGateway, *, host: str = "127.0.0.1", port: int = 0, clock: ClockMode = "wall"
+) -> Iterator[str]:
     """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL."""
-    uvicorn = require("uvicorn", "server", "serving the mock gateway over HTTP")
+    if clock not in ("wall", "manual"):
+        raise ValueError(f"clock is 'wall' or 'manual', got {clock!r}")
+    uvicorn = _uvicorn()
+    config = server_config(gateway, host=host, port=port)
     started = threading.Event()
 
     class _Server(uvicorn.Server):  # type: ignore[misc,name-defined]
@@ -42,17 +118,29 @@ def serve(gateway: MockGateway, *, host: str = "127.0.0.1", port: int = 0) -> It
             await super().startup(sockets=sockets)
             started.set()
 
-    server = _Server(server_config(gateway, host=host, port=port))
-    thread = threading.Thread(target=server.run, name="aigateway-mock-server", daemon=True)
-    thread.start()
-    while not started.wait(0.05):
-        if not thread.is_alive():
-            raise RuntimeError(
-                f"the mock gateway could not start on {host}:{port} (see uvicorn's log above)"
-            )
+    sock = _bind(host, port)
+    was_manual = gateway.clock.manual
+    if clock == "wall":
+        gateway.clock.follow_wall_clock()
+    else:
+        gateway.clock.freeze()
+    server = _Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="aigateway-mock-server", daemon=True
+    )
     try:
-        bound_port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://{host}:{bound_port}/v1"
+        thread.start()
+        while not started.wait(0.05):
+            if not thread.is_alive():
+                raise RuntimeError(f"the mock gateway could not start on {host}:{port}")
+        bound_host = f"[{host}]" if ":" in host else host
+        yield f"http://{bound_host}:{sock.getsockname()[1]}/v1"
     finally:
         server.should_exit = True
-        thread.join()
+        if thread.is_alive():
+            thread.join()
+        sock.close()
+        if was_manual:
+            gateway.clock.freeze()
+        else:
+            gateway.clock.follow_wall_clock()

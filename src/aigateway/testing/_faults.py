@@ -19,10 +19,10 @@ A ``fail`` or ``drop`` or ``malformed`` fault answers without performing the req
 is charged); ``drop(after_processing=True)``, ``drop_mid_stream`` and ``truncate`` perform it
 (and charge it) and then spoil the delivery, which is what makes idempotency keys matter.
 
-Latency is simulated, never slept: the in-process transport moves the mock clock forward by
+In-process, latency is simulated, never slept: the transport moves the mock clock forward by
 it and raises the timeout httpx would raise when it exceeds the request's read timeout.
 Connection drops reach httpx clients as `httpx.RemoteProtocolError` (before a reply) or
-`httpx.ReadError` (in a body).
+`httpx.ReadError` (in a body). Served, latency is a real wait and a drop closes the socket.
 """
 
 from __future__ import annotations

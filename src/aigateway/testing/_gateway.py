@@ -10,6 +10,8 @@ Routes (`_routes.Router`; handlers get a narrow `RequestContext`):
 * ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /v1/models/{id}`` (`_chat`);
 * ``POST /v1/run``, ``POST /v1/image/generate`` and ``GET /v1/files/{id}``: the non-chat
   services, billed per their units (`_run`, `_services`, `_planners_media`, `_planners_data`);
+* ``GET /llms.txt`` and the other public discovery files at the site root (`_discovery`);
+* the admin API under ``/_mock/``, behind ``admin_token`` (`_admin`);
 * routes users add with `MockGateway.add_route`; anything else is a 404 (unknown path) or 405
   (wrong method), both with an Error body.
 
@@ -200,8 +202,8 @@ class MockGateway:
         """Answer ``method path`` (as sent, e.g. ``"/v1/echo"``) with ``handler(ctx)``, which
         gets a `RequestContext` and returns a `MockResponse`; with ``prefix``, every path
         under ``path`` (the rest is ``ctx.argument``). Rate limits, idempotency keys, faults
-        and the request log apply as to the built-in routes; a route already there is
-        replaced."""
+        and the request log apply as to the built-in routes (paths under ``/_mock/`` are the
+        admin API's, exempt from them); a route already there is replaced."""
         self._router.add(method, path, handler, prefix=prefix)
 
     def add_service_category(

@@ -10,6 +10,8 @@ Routes (`_routes.Router`; handlers get a narrow `RequestContext`):
 * ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /v1/models/{id}`` (`_chat`);
 * ``POST /v1/run``, ``POST /v1/image/generate`` and ``GET /v1/files/{id}``: the non-chat
   services, billed per their units (`_run`, `_services`, `_planners_media`, `_planners_data`);
+* ``GET /llms.txt`` and the other public discovery files at the site root (`_discovery`);
+* the admin API under ``/_mock/``, behind ``admin_token`` (`_admin`);
 * routes users add with `MockGateway.add_route`; anything else is a 404 (unknown path) or 405
   (wrong method), both with an Error body.
 
@@ -21,15 +23,18 @@ shared state (request log, queued replies, id counters, clock) has locks of its 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
+from ._admin import RequestLog, add_admin_routes, is_admin_path
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._chat import chat_completions, list_models, retrieve_model
 from ._clock import MockClock
+from ._discovery import add_discovery_routes
 from ._engine import ScriptedReply
 from ._faults import FaultPlan
 from ._guard import guarded
@@ -121,6 +126,11 @@ class MockGateway:
         """Idempotency keys seen, per account, for 24 hours of the clock."""
         self.faults = FaultPlan(self.clock.now, self._requests_per_minute_of)
         """Faults for the next requests: ``faults.fail(503, times=2)``, ``faults.drop()``..."""
+        self.admin_token: str | None = secrets.token_urlsafe(24)
+        """The secret of the admin API under ``/_mock/`` (``Authorization: Bearer <token>``);
+        None turns it off."""
+        self._request_log = RequestLog()
+        add_admin_routes(self, self._request_log)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -193,8 +203,8 @@ class MockGateway:
         """Answer ``method path`` (as sent, e.g. ``"/v1/echo"``) with ``handler(ctx)``, which
         gets a `RequestContext` and returns a `MockResponse`; with ``prefix``, every path
         under ``path`` (the rest is ``ctx.argument``). Rate limits, idempotency keys, faults
-        and the request log apply as to the built-in routes; a route already there is
-        replaced."""
+        and the request log apply as to the built-in routes (paths under ``/_mock/`` are the
+        admin API's, exempt from them); a route already there is replaced."""
         self._router.add(method, path, handler, prefix=prefix)
 
     def add_service_category(
@@ -266,16 +276,24 @@ class MockGateway:
 
     def handle(self, request: MockRequest) -> MockResponse:
         """Answer one request; never raises (an internal failure is a 500 Error reply)."""
-        request_id = self._ids.next("request", "req_")
-        with self._lock:
-            self._requests.append(request)
+        admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
+        request_id = self._ids.next("admin request" if admin else "request", "req_")
+        if not admin:
+            with self._lock:
+                self._requests.append(request)
         try:
-            response = self.faults.run(
-                request,
-                lambda: guarded(
-                    self, request, request_id, lambda: self._router.route(self, request, request_id)
-                ),
-            )
+            if admin:
+                response = self._router.route(self, request, request_id)
+            else:
+                response = self.faults.run(
+                    request,
+                    lambda: guarded(
+                        self,
+                        request,
+                        request_id,
+                        lambda: self._router.route(self, request, request_id),
+                    ),
+                )
         except Exception:  # a bug (or a user's handler failed): answer, do not crash the server
             _log.exception("the mock gateway failed to answer request %s", request_id)
             response = error_response(
@@ -286,6 +304,8 @@ class MockGateway:
                 "internal_error",
             )
         response.headers["x-request-id"] = request_id
+        if not admin:
+            self._request_log.add(request, request_id, response.status, self.clock.now())
         return response
 
     def _requests_per_minute_of(self, request: MockRequest) -> int | None:
@@ -323,4 +343,5 @@ def _builtin_router() -> Router:
     router.add("POST", "/v1/run", handle_run)
     router.add("POST", "/v1/image/generate", handle_image_generate)
     router.add("GET", "/v1/files/", handle_file, prefix=True)
+    add_discovery_routes(router)
     return router

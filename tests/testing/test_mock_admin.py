@@ -44,7 +44,7 @@ def admin_client(root: str, token: str | None) -> httpx.Client:
 @pytest.fixture
 def served(gateway: MockGateway) -> Iterator[str]:
     """The site root of the served gateway (``http://127.0.0.1:<port>``)."""
-    with gateway.serve() as url:
+    with gateway.serve(clock="manual") as url:  # the tests move time themselves
         yield url.removesuffix("/v1")
 
 

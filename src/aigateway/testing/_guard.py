@@ -1,9 +1,12 @@
-"""What stands between a request and the mock's router: rate limits and idempotency keys.
+"""What stands between a request and the mock's router: body size, rate limits, idempotency.
 
 `guarded` answers one request the way the real gateway's front door would, in this order:
 
+0. a body larger than the gateway's ``max_body_bytes`` (as sent, or as its ``Content-Length``
+   declares it) is a 413;
 1. the key is looked up (an unknown or missing key goes straight to the router, which answers
-   401; limits are per key, so there is nothing to count);
+   401; limits are per key, so there is nothing to count, and the reply carries the default
+   limits' headers with nothing used);
 2. the key's rate limits admit the request, or it gets a 429 (`_ratelimits`);
 3. a POST with ``Idempotency-Key`` is replayed or refused when the key was seen (`_idempotency`);
 4. the router answers; a 2xx reply to an idempotent POST is remembered;
@@ -18,12 +21,26 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ._pacing import aiter_body
-from ._wire import MockRequest, MockResponse, error_response
+from ._wire import MockRequest, MockResponse, declared_length, error_response
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
 
-__all__ = ["guarded"]
+__all__ = ["guarded", "rate_limit_headers"]
+
+
+def rate_limit_headers(gateway: MockGateway, request: MockRequest) -> dict[str, str]:
+    """The ``X-RateLimit-*`` headers of a reply that counted no request: those of the
+    request's key, or the default limits with nothing used when it has no valid key."""
+    key = request.bearer_key
+    known = gateway.ledger.account(key) is not None
+    return gateway.rate_limits.headers(key if known else None)
+
+
+def _uncounted(gateway: MockGateway, request: MockRequest, response: MockResponse) -> MockResponse:
+    for name, value in rate_limit_headers(gateway, request).items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 def guarded(
@@ -32,11 +49,20 @@ def guarded(
     request_id: str,
     route: Callable[[], MockResponse],
 ) -> MockResponse:
-    """Answer ``request`` through rate limits and idempotency, with ``route`` doing the work."""
-    scheme, _, key = request.headers.get("authorization", "").partition(" ")
-    account = gateway.ledger.account(key.strip()) if scheme.lower() == "bearer" else None
+    """Answer ``request`` through the body limit, rate limits and idempotency, with ``route``
+    doing the work."""
+    limit = gateway.max_body_bytes
+    if max(len(request.body), declared_length(request.headers)) > limit:
+        too_large = error_response(
+            413,
+            f"the request body is larger than this gateway's limit of {limit} bytes",
+            "invalid_request_error",
+            "request_too_large",
+        )
+        return _uncounted(gateway, request, too_large)
+    account = gateway.ledger.account(request.bearer_key)
     if account is None:
-        return route()
+        return _uncounted(gateway, request, route())
     limiter = gateway.rate_limits
     admission = limiter.admit(account.key)
     if not admission.ok:

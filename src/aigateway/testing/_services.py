@@ -116,7 +116,7 @@ class FileStore:
 
     def put(self, data: bytes, content_type: str, *, owner: str | None = None) -> str:
         """Keep ``data`` for account ``owner``; returns its id (``file_...``)."""
-        file_id = self._ids.next("file", "file_")
+        file_id = self._ids.secret("file", "file_", 24)
         with self._lock:
             self._files[file_id] = (data, content_type, owner)
         return file_id

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 
 from ._pacing import aiter_body
-from ._wire import MockRequest, MockResponse
+from ._wire import MockRequest, MockResponse, declared_length
 from ._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
@@ -63,15 +63,10 @@ class MockASGIApp:
         return await anyio.to_thread.run_sync(self.gateway.handle, request)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        response = await self._handle(_mock_request(scope, bytes(body)))
+        body = await _read_body(scope, receive, self.gateway.max_body_bytes)
+        if body is None:
+            return
+        response = await self._handle(_mock_request(scope, body))
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()]
         if isinstance(response.body, bytes):
             headers.append((b"content-length", str(len(response.body)).encode()))
@@ -111,6 +106,21 @@ class MockASGIApp:
                     await send({"type": "websocket.send", "text": event_frame(event)})
             await send({"type": "websocket.close", "code": 1000})
             tasks.cancel_scope.cancel()
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None when the client left. Reading stops past ``limit`` bytes,
+    and does not start when ``Content-Length`` declares more: the gateway answers 413."""
+    if declared_length(_headers(scope)) > limit:
+        return b""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit or not message.get("more_body"):
+            return bytes(body)
 
 
 async def _stop_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

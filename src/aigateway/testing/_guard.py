@@ -2,17 +2,20 @@
 
 `guarded` answers one request the way the real gateway's front door would, in this order:
 
-0. a body larger than the gateway's ``max_body_bytes`` (as sent, or as its ``Content-Length``
+1. a body larger than the gateway's ``max_body_bytes`` (as sent, or as its ``Content-Length``
    declares it) is a 413;
-1. the key is looked up (an unknown or missing key goes straight to the router, which answers
-   401; limits are per key, so there is nothing to count, and the reply carries the default
-   limits' headers with nothing used);
-2. the key's rate limits admit the request, or it gets a 429 (`_ratelimits`);
-3. a POST with ``Idempotency-Key`` is replayed or refused when the key was seen (`_idempotency`);
-4. the router answers; a 2xx reply to an idempotent POST is remembered;
-5. the request stops counting as in flight when its reply is complete (for a stream, when its
+2. the key is looked up (an unknown or missing key goes straight to the router, which answers
+   401; limits are per key, so there is nothing to count);
+3. the key's rate limits admit the request, or it gets a 429 (`_ratelimits`);
+4. a POST with ``Idempotency-Key`` is replayed or refused when the key was seen (`_idempotency`);
+5. the router answers; a 2xx reply to an idempotent POST is remembered;
+6. the request stops counting as in flight when its reply is complete (for a stream, when its
    body ends or is closed) and its tokens (from the ledger's charge) count towards the
-   tokens-per-minute window; every reply carries the ``X-RateLimit-*`` headers.
+   tokens-per-minute window.
+
+Every reply carries the ``X-RateLimit-*`` headers: an admitted one the key's after counting it,
+one that counted nothing (a 413, a 401) `rate_limit_headers`: the key's, or the default limits
+with nothing used for a caller without a valid key.
 """
 
 from __future__ import annotations

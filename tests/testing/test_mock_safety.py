@@ -371,6 +371,23 @@ def test_a_runaway_query_is_stopped_and_rows_are_capped() -> None:
     assert len(gateway.charges) == 2
 
 
+def test_a_call_waiting_too_long_for_its_database_is_a_409_and_others_go_on() -> None:
+    gateway = MockGateway(rate_limits="unlimited")
+    gateway.stores.statement_timeout = 0.1
+    other = gateway.create_account().key
+    held = gateway.stores.database(gateway.account.id, "supabase/sql").run("SELECT 1", ())
+    with served(gateway) as http:
+        started = time.monotonic()
+        busy = sql(http, "SELECT 2", gateway.api_key)
+        assert time.monotonic() - started < 2
+        assert busy.status_code == 409
+        assert error(busy)["code"] == "busy"
+        assert sql(http, "SELECT 3", other).status_code == 200
+        held.rollback()
+        held.rollback()  # only the first counts
+        assert sql(http, "SELECT 4", gateway.api_key).json()["output"]["rows"] == [[4]]
+
+
 @pytest.mark.anyio
 async def test_sixty_hostile_sql_calls_leave_the_served_mock_responsive() -> None:
     gateway = MockGateway(rate_limits="unlimited")

@@ -14,8 +14,9 @@ Routes (`_routes.Router`; handlers get a narrow `RequestContext`):
   (wrong method), both with an Error body.
 
 Every reply carries ``content-type``, ``x-request-id`` (``req_`` + hex from the seed and a
-counter) and the ``X-RateLimit-*`` headers (`_guard`). Handling is thread-safe: the ledger checks and debits under a lock, and the other
-shared state (request log, queued replies, id counters, clock) has locks of its own.
+counter) and the ``X-RateLimit-*`` headers (`_guard`). Handling is thread-safe: the ledger
+checks and debits under a lock, and the other shared state (request log, queued replies, id
+counters, clock) has locks of its own.
 """
 
 from __future__ import annotations

@@ -127,14 +127,16 @@ async def test_a_paced_stream_slower_than_the_idle_limit_times_out_in_process(ki
 
 
 @pytest.fixture(scope="module")
-def slow_server() -> Iterator[str]:
+def slow_server() -> Iterator[tuple[str, str]]:
+    """The URL of a served mock whose streams start late, and its key."""
     gateway = MockGateway(time_to_first_token=0.3)
     with gateway.serve() as url:
-        yield url
+        yield url, gateway.api_key
 
 
-async def test_a_late_first_event_over_a_socket(kind: str, slow_server: str) -> None:
-    options: dict[str, Any] = {"api_key": MockGateway().api_key, "base_url": slow_server}
+async def test_a_late_first_event_over_a_socket(kind: str, slow_server: tuple[str, str]) -> None:
+    url, key = slow_server
+    options: dict[str, Any] = {"api_key": key, "base_url": url}
     client: Client | AsyncClient = (
         Client(**options, max_retries=0)
         if kind == "sync"

@@ -99,12 +99,13 @@ class Ledger:
     def create_account(
         self, credits: float = FREE_TIER_CREDITS, *, key: str | None = None
     ) -> Account:
-        """A new account with ``credits`` (20 by default) and a fresh key (or ``key``)."""
+        """A new account with ``credits`` (20 by default) and a fresh key (or ``key``); keys
+        are random unless the ledger's `IdSource` has fixed secrets."""
         balance = to_decimal(credits)
         if balance < 0:
             raise ValueError(f"credits cannot be negative, got {credits!r}")
         account_id = self._ids.next("account", "acct_", 16)
-        key = key if key is not None else self._ids.next("key", "mock-", 32)
+        key = key if key is not None else self._ids.secret("key", "mock-", 32)
         account = Account(account_id, key, balance)
         with self._lock:
             if key in self._by_key:

@@ -27,7 +27,7 @@ import anyio.to_thread
 
 from ._faults import ConnectionDropped, FaultyResponse
 from ._pacing import PacedBody, held_pacing
-from ._wire import MockRequest, MockResponse
+from ._wire import MockRequest, MockResponse, declared_length
 from ._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
@@ -124,15 +124,10 @@ class MockASGIApp:
         return _Reply(response, held[-1] if held else None)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        reply = await self._handle(_mock_request(scope, bytes(body)))
+        body = await _read_body(scope, receive, self.gateway.max_body_bytes)
+        if body is None:
+            return
+        reply = await self._handle(_mock_request(scope, body))
         cut: Callable[[], None] | None = scope.get("extensions", {}).get(CUT_EXTENSION)
         try:
             async with anyio.create_task_group() as tasks:
@@ -186,6 +181,21 @@ class MockASGIApp:
                 tasks.cancel_scope.cancel()
         finally:
             reply.close()
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None when the client left. Reading stops past ``limit`` bytes,
+    and does not start when ``Content-Length`` declares more: the gateway answers 413."""
+    if declared_length(_headers(scope)) > limit:
+        return b""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit or not message.get("more_body"):
+            return bytes(body)
 
 
 async def _send_http(reply: _Reply, send: Send) -> None:

@@ -25,6 +25,7 @@ the 20 free credits buy many short calls.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import threading
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -35,10 +36,19 @@ __all__ = [
     "Catalogue",
     "ModelSpec",
     "SpecCatalogue",
+    "check_price",
     "default_catalogue",
     "model_object",
     "normalize_id",
 ]
+
+
+def check_price(price: object, what: str) -> None:
+    """Refuse (ValueError) a price that is not a finite, non-negative number of credits."""
+    if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price):
+        raise ValueError(f"{what} is a finite number of credits, got {price!r}")
+    if price < 0:
+        raise ValueError(f"{what} cannot be negative, got {price!r}")
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,10 @@ class ModelSpec:
     """The most prompt tokens one request may carry (a 400 otherwise)."""
     input_price_per_1k: float = 0.001
     output_price_per_1k: float = 0.002
+
+    def __post_init__(self) -> None:
+        check_price(self.input_price_per_1k, "a model's input price")
+        check_price(self.output_price_per_1k, "a model's output price")
 
 
 def default_catalogue() -> list[ModelSpec]:

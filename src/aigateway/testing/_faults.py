@@ -5,7 +5,7 @@ requests (optionally only those to one ``path``, relative to ``/v1``, e.g. ``"/c
 faults are used up first in, first out::
 
     gateway.faults.fail(503, times=2)                 # two 503s, then normal replies
-    gateway.faults.fail(429, retry_after=7)           # Retry-After: 7 and X-RateLimit-* headers
+    gateway.faults.fail(429, retry_after=7)           # Retry-After: 7, X-RateLimit-Remaining: 0
     gateway.faults.fail(429, rate_limit_headers=False)  # a bare 429
     gateway.faults.drop()                             # connection lost before any reply
     gateway.faults.drop(after_processing=True)        # performed and charged, reply lost
@@ -16,7 +16,9 @@ faults are used up first in, first out::
     gateway.faults.latency(2.0, between_chunks=True)  # 2 s between stream events
 
 A ``fail`` or ``drop`` or ``malformed`` fault answers without performing the request (nothing
-is charged); ``drop(after_processing=True)``, ``drop_mid_stream`` and ``truncate`` perform it
+is charged, no request counted); a ``fail`` reply carries the caller's ``X-RateLimit-*``
+headers like any reply of the gateway (a ``malformed`` one, which stands for a proxy's page,
+does not); ``drop(after_processing=True)``, ``drop_mid_stream`` and ``truncate`` perform it
 (and charge it) and then spoil the delivery, which is what makes idempotency keys matter.
 
 In-process, latency is simulated, never slept: the transport moves the mock clock forward by
@@ -28,7 +30,7 @@ Connection drops reach httpx clients as `httpx.RemoteProtocolError` (before a re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ._wire import MockRequest, MockResponse, error_body, json_response
@@ -83,17 +85,17 @@ _BEFORE = frozenset({"fail", "drop", "malformed"})
 class FaultPlan:
     """The faults queued for the next requests; thread-safe.
 
-    ``now`` is the mock clock and ``limit_of`` the requests-per-minute limit of a request's
-    key, for the ``X-RateLimit-*`` headers of an injected 429.
+    ``now`` is the mock clock and ``headers_of`` the ``X-RateLimit-*`` headers of a request's
+    key, for the replies of ``fail`` faults.
     """
 
     def __init__(
         self,
         now: Callable[[], float] = lambda: 0.0,
-        limit_of: Callable[[MockRequest], int | None] = lambda request: None,
+        headers_of: Callable[[MockRequest], Mapping[str, str]] = lambda request: {},
     ) -> None:
         self._now = now
-        self._limit_of = limit_of
+        self._headers_of = headers_of
         self._lock = threading.Lock()
         self._faults: list[DeliveryFault] = []
 
@@ -108,10 +110,10 @@ class FaultPlan:
         message: str | None = None,
         path: str | None = None,
     ) -> None:
-        """Answer the next ``times`` requests with ``status`` and an Error body. A 429 carries
-        ``Retry-After`` (``retry_after``, 1 s by default) and ``X-RateLimit-*`` (remaining 0,
-        reset then) unless ``rate_limit_headers`` is false; other statuses carry
-        ``Retry-After`` only when ``retry_after`` is given."""
+        """Answer the next ``times`` requests with ``status`` and an Error body, and the
+        caller's ``X-RateLimit-*`` headers unless ``rate_limit_headers`` is false. A 429's say
+        remaining 0 and reset when its ``Retry-After`` ends (``retry_after``, 1 s by default);
+        other statuses carry ``Retry-After`` only when ``retry_after`` is given."""
         error_type, default_code, default_message = _STATUS_ERRORS.get(
             status, ("server_error", f"http_{status}", f"HTTP {status} (injected fault)")
         )
@@ -120,7 +122,7 @@ class FaultPlan:
             headers["retry-after"] = _seconds(1.0 if retry_after is None else retry_after)
         body = error_body(message or default_message, error_type, code or default_code)
         fault = DeliveryFault("fail", times, path, status, headers, body=_dump(body))
-        fault.rate_limit_headers = status == 429 and rate_limit_headers
+        fault.rate_limit_headers = rate_limit_headers
         fault.seconds = 1.0 if retry_after is None else retry_after
         self._add(fault)
 
@@ -220,11 +222,12 @@ class FaultPlan:
         if spoiler is not None and spoiler.kind in _BEFORE:
             response = _before(spoiler)
             if spoiler.rate_limit_headers:
-                limit = self._limit_of(request)
-                if limit is not None:
-                    response.headers["x-ratelimit-limit"] = str(limit)
-                response.headers["x-ratelimit-remaining"] = "0"
-                response.headers["x-ratelimit-reset"] = str(int(self._now() + spoiler.seconds))
+                for name, value in self._headers_of(request).items():
+                    response.headers.setdefault(name, value)
+                if spoiler.status == 429:
+                    response.headers["x-ratelimit-remaining"] = "0"
+                    reset = int(self._now() + spoiler.seconds)
+                    response.headers["x-ratelimit-reset"] = str(reset)
         else:
             response = serve()
             if spoiler is not None:

@@ -15,16 +15,19 @@ Routes (`_routes.Router`; handlers get a narrow `RequestContext`):
 * routes users add with `MockGateway.add_route`; anything else is a 404 (unknown path) or 405
   (wrong method), both with an Error body.
 
-Every reply carries ``content-type`` and ``x-request-id`` (``req_`` + hex from the seed and a
-counter). Handling is thread-safe: the ledger checks and debits under a lock, and the other
-shared state (request log, queued replies, id counters, clock) has locks of its own.
+Every reply carries ``content-type``, ``x-request-id`` (``req_`` + hex from the seed and a
+counter) and the ``X-RateLimit-*`` headers (`_guard`). Handling is thread-safe: the ledger
+checks and debits under a lock, and the other shared state (request log, queued replies, id
+counters, clock) has locks of its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import threading
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -37,7 +40,7 @@ from ._clock import MockClock
 from ._discovery import add_discovery_routes
 from ._engine import ScriptedReply
 from ._faults import FaultPlan
-from ._guard import guarded
+from ._guard import guarded, rate_limit_headers
 from ._idempotency import IdempotencyStore
 from ._ids import IdSource
 from ._pacing import StreamPacing
@@ -78,6 +81,10 @@ class MockGateway:
     (its key is ``api_key``). ``time_to_first_token`` and ``token_delay`` (seconds) pace
     streamed replies like a real model's. Use ``transport()`` with httpx (sync or async) and
     ``base_url``, ``serve()`` for a real HTTP server, or call ``handle`` directly.
+
+    API keys and file ids are random; ``fixed_keys=True`` derives them from ``seed`` instead,
+    for tests that compare them from run to run (never for a mock others can reach). A body
+    over ``max_body_bytes`` is a 413; ``requests`` keeps the last ``max_logged_requests``.
     """
 
     base_url: str = DEFAULT_BASE_URL
@@ -93,13 +100,23 @@ class MockGateway:
         rate_limits: str | RateLimits = "free",
         time_to_first_token: float = 0.0,
         token_delay: float = 0.0,
+        fixed_keys: bool = False,
+        max_body_bytes: int = 32 * 1024 * 1024,
+        max_logged_requests: int = 1_000,
     ) -> None:
+        if max_body_bytes < 1 or max_logged_requests < 0:
+            raise ValueError(
+                "max_body_bytes must be at least 1 and max_logged_requests at least 0, got "
+                f"{max_body_bytes!r} and {max_logged_requests!r}"
+            )
         self.seed = seed
+        self.max_body_bytes = max_body_bytes
+        """The largest request body answered (in bytes); a larger one is a 413."""
         self.stream_pacing = StreamPacing(time_to_first_token, token_delay)
         """How fast streams flow (instant by default); replace it to change the pace."""
         self.clock = clock if clock is not None else MockClock()
         """The time source of ``created`` fields; set or advance it from tests."""
-        self._ids = IdSource(seed)
+        self._ids = IdSource(seed, fixed_secrets=fixed_keys)
         self.replies = ChatReplies(seed)
         """Where chat replies come from: queued ones, the reply function, the fake model."""
         self._catalogue = Catalogue(default_catalogue() if catalogue is None else catalogue)
@@ -118,13 +135,13 @@ class MockGateway:
         self.stores = ServiceStores()
         """The objects of the storage services and the SQL databases of the database ones."""
         self._lock = threading.Lock()
-        self._requests: list[MockRequest] = []
+        self._requests: deque[MockRequest] = deque(maxlen=max_logged_requests)
         self._router = _builtin_router()
         self.rate_limits = RateLimiter(self.clock, rate_limits)
         """Per-key limits (a preset name or `RateLimits`): ``rate_limits.set("starter", key)``."""
         self.idempotency = IdempotencyStore(self.clock)
         """Idempotency keys seen, per account, for 24 hours of the clock."""
-        self.faults = FaultPlan(self.clock.now, self._requests_per_minute_of)
+        self.faults = FaultPlan(self.clock.now, lambda request: rate_limit_headers(self, request))
         """Faults for the next requests: ``faults.fail(503, times=2)``, ``faults.drop()``..."""
         self.admin_token: str | None = secrets.token_urlsafe(24)
         """The secret of the admin API under ``/_mock/`` (``Authorization: Bearer <token>``);
@@ -151,7 +168,9 @@ class MockGateway:
 
     @property
     def requests(self) -> list[MockRequest]:
-        """Every request received, oldest first (a copy)."""
+        """The last ``max_logged_requests`` requests received, oldest first (a copy). A request
+        without a valid key is kept without its body and ``Authorization`` header, a body
+        over ``max_body_bytes`` is never kept."""
         with self._lock:
             return list(self._requests)
 
@@ -279,8 +298,9 @@ class MockGateway:
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
         request_id = self._ids.next("admin request" if admin else "request", "req_")
         if not admin:
+            logged = self._as_logged(request)
             with self._lock:
-                self._requests.append(request)
+                self._requests.append(logged)
         try:
             if admin:
                 response = self._router.route(self, request, request_id)
@@ -302,15 +322,23 @@ class MockGateway:
                 "the details are in the log of the process running it)",
                 "server_error",
                 "internal_error",
+                headers=rate_limit_headers(self, request),
             )
         response.headers["x-request-id"] = request_id
         if not admin:
             self._request_log.add(request, request_id, response.status, self.clock.now())
         return response
 
-    def _requests_per_minute_of(self, request: MockRequest) -> int | None:
-        key = request.headers.get("authorization", "").partition(" ")[2].strip()
-        return self.rate_limits.limits(key).requests_per_minute
+    def _as_logged(self, request: MockRequest) -> MockRequest:
+        """``request`` as the log keeps it: whole when its key is an account's (and its body
+        within the limit); else without its body, and without an unknown key."""
+        known = self.ledger.account(request.bearer_key) is not None
+        if known and len(request.body) <= self.max_body_bytes:
+            return request
+        headers = request.headers
+        if not known:
+            headers = {name: value for name, value in headers.items() if name != "authorization"}
+        return dataclasses.replace(request, headers=headers, body=b"")
 
     def new_id(self, kind: str, prefix: str) -> str:
         """A fresh id for an object of ``kind``, deterministic under the seed."""
@@ -318,9 +346,8 @@ class MockGateway:
 
     def authenticate(self, request: MockRequest) -> Account | MockResponse:
         """The account of ``request``'s bearer key, or the 401 to answer with."""
-        scheme, _, key = request.headers.get("authorization", "").strip().partition(" ")
-        key = key.strip()
-        if scheme.lower() != "bearer" or not key:
+        key = request.bearer_key
+        if not key:
             message = "missing API key: send the header 'Authorization: Bearer <API_KEY>'"
         else:
             account = self.ledger.account(key)

@@ -1,15 +1,21 @@
-"""What stands between a request and the mock's router: rate limits and idempotency keys.
+"""What stands between a request and the mock's router: body size, rate limits, idempotency.
 
 `guarded` answers one request the way the real gateway's front door would, in this order:
 
-1. the key is looked up (an unknown or missing key goes straight to the router, which answers
+1. a body larger than the gateway's ``max_body_bytes`` (as sent, or as its ``Content-Length``
+   declares it) is a 413;
+2. the key is looked up (an unknown or missing key goes straight to the router, which answers
    401; limits are per key, so there is nothing to count);
-2. the key's rate limits admit the request, or it gets a 429 (`_ratelimits`);
-3. a POST with ``Idempotency-Key`` is replayed or refused when the key was seen (`_idempotency`);
-4. the router answers; a 2xx reply to an idempotent POST is remembered;
-5. the request stops counting as in flight when its reply is complete (for a stream, when its
+3. the key's rate limits admit the request, or it gets a 429 (`_ratelimits`);
+4. a POST with ``Idempotency-Key`` is replayed or refused when the key was seen (`_idempotency`);
+5. the router answers; a 2xx reply to an idempotent POST is remembered;
+6. the request stops counting as in flight when its reply is complete (for a stream, when its
    body ends or is closed) and its tokens (from the ledger's charge) count towards the
-   tokens-per-minute window; every reply carries the ``X-RateLimit-*`` headers.
+   tokens-per-minute window.
+
+Every reply carries the ``X-RateLimit-*`` headers: an admitted one the key's after counting it,
+one that counted nothing (a 413, a 401) `rate_limit_headers`: the key's, or the default limits
+with nothing used for a caller without a valid key.
 """
 
 from __future__ import annotations
@@ -18,12 +24,26 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ._pacing import aiter_body
-from ._wire import MockRequest, MockResponse, error_response
+from ._wire import MockRequest, MockResponse, declared_length, error_response
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
 
-__all__ = ["guarded"]
+__all__ = ["guarded", "rate_limit_headers"]
+
+
+def rate_limit_headers(gateway: MockGateway, request: MockRequest) -> dict[str, str]:
+    """The ``X-RateLimit-*`` headers of a reply that counted no request: those of the
+    request's key, or the default limits with nothing used when it has no valid key."""
+    key = request.bearer_key
+    known = gateway.ledger.account(key) is not None
+    return gateway.rate_limits.headers(key if known else None)
+
+
+def _uncounted(gateway: MockGateway, request: MockRequest, response: MockResponse) -> MockResponse:
+    for name, value in rate_limit_headers(gateway, request).items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 def guarded(
@@ -32,11 +52,20 @@ def guarded(
     request_id: str,
     route: Callable[[], MockResponse],
 ) -> MockResponse:
-    """Answer ``request`` through rate limits and idempotency, with ``route`` doing the work."""
-    scheme, _, key = request.headers.get("authorization", "").partition(" ")
-    account = gateway.ledger.account(key.strip()) if scheme.lower() == "bearer" else None
+    """Answer ``request`` through the body limit, rate limits and idempotency, with ``route``
+    doing the work."""
+    limit = gateway.max_body_bytes
+    if max(len(request.body), declared_length(request.headers)) > limit:
+        too_large = error_response(
+            413,
+            f"the request body is larger than this gateway's limit of {limit} bytes",
+            "invalid_request_error",
+            "request_too_large",
+        )
+        return _uncounted(gateway, request, too_large)
+    account = gateway.ledger.account(request.bearer_key)
     if account is None:
-        return route()
+        return _uncounted(gateway, request, route())
     limiter = gateway.rate_limits
     admission = limiter.admit(account.key)
     if not admission.ok:

@@ -2,19 +2,20 @@
 data, storage, databases and SMS.
 
 Each checks what only its service can, prices the call in the category's unit and says what
-to do once paid; storage and database calls act on the account's own stores only.
+to do once paid; storage and database calls act on the account's own stores only (the SQL
+sandbox is `_sql`).
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 import urllib.parse
 from decimal import Decimal
 from typing import Any
 
 from ._media import pdf_page_count
 from ._service_context import WORDS, Plan, ServiceContext, once, refuse, sentences
+from ._sql import SqlRefused
 
 __all__ = ["DATA_PLANNERS"]
 
@@ -175,41 +176,14 @@ def _storage(ctx: ServiceContext) -> Plan:
 
 
 def _database(ctx: ServiceContext) -> Plan:
-    connection, lock = ctx.stores.database(ctx.account.id, ctx.spec.id)
-    read_only = bool(ctx.inputs.get("read_only"))
-    lock.acquire()
+    database = ctx.stores.database(ctx.account.id, ctx.spec.id)
+    sql, params = ctx.inputs["sql"], ctx.inputs.get("params", ())
     try:
-        connection.execute("BEGIN")
-        if read_only:
-            connection.execute("PRAGMA query_only = ON")
-        try:
-            before = connection.total_changes
-            cursor = connection.execute(ctx.inputs["sql"], ctx.inputs.get("params", ()))
-            columns = [column[0] for column in cursor.description or ()]
-            rows = [[_json_value(v) for v in row] for row in cursor.fetchall()]
-            affected = connection.total_changes - before
-        finally:
-            if read_only:
-                connection.execute("PRAGMA query_only = OFF")
-    except sqlite3.Error as exc:
-        connection.execute("ROLLBACK")
-        lock.release()
-        code = "read_only" if read_only and "readonly" in str(exc).replace(" ", "") else "sql_error"
-        raise refuse(400, f"{ctx.param('sql')}: {exc}", code, ctx.param("sql")) from None
-
-    def finish(statement: str) -> None:
-        connection.execute(statement)
-        lock.release()
-
-    def commit() -> dict[str, Any]:
-        finish("COMMIT")
-        return {"columns": columns, "rows": rows, "row_count": len(rows), "rows_affected": affected}
-
-    return Plan(Decimal(1), commit, lambda: finish("ROLLBACK"))
-
-
-def _json_value(value: object) -> object:
-    return value.hex() if isinstance(value, bytes) else value
+        pending = database.run(sql, params, read_only=bool(ctx.inputs.get("read_only")))
+    except SqlRefused as refused:
+        message = f"{ctx.param('sql')}: {refused.message}"
+        raise refuse(refused.status, message, refused.code, ctx.param("sql")) from None
+    return Plan(Decimal(1), pending.commit, pending.rollback)
 
 
 def _sms(ctx: ServiceContext) -> Plan:

@@ -22,7 +22,9 @@ Every admitted reply carries ``X-RateLimit-Limit``/``-Remaining``/``-Reset`` for
 per minute window (for ``paid``, which has none, the tokens window), plus
 ``X-RateLimit-Limit-Tokens``/``-Remaining-Tokens`` when tokens are limited. A refusal is a 429
 (``rate_limit_exceeded``, or ``concurrency_limit_exceeded``) whose ``X-RateLimit-*`` describe the
-exhausted window (remaining 0) and whose ``Retry-After`` is the seconds until it resets.
+exhausted window (remaining 0) and whose ``Retry-After`` is the seconds until it resets. Replies
+that count no request (a 401, a 413, an injected fault) carry `RateLimiter.headers`: the key's
+state, or for a caller without a valid key the default limits with nothing used.
 """
 
 from __future__ import annotations
@@ -163,6 +165,19 @@ class RateLimiter:
                     state.counts[length] = (start, count + 1)
             state.in_flight += 1
             return Admission(True, self._headers(limits, state, now))
+
+    def headers(self, key: str | None = None) -> dict[str, str]:
+        """The ``X-RateLimit-*`` headers of ``key`` now, without counting a request; for None
+        (a caller without a valid key) those of the default limits with nothing used."""
+        now = self._clock.now()
+        with self._lock:
+            if key is None:
+                limits, state = self.default, _KeyState()
+            else:
+                limits = self._per_key.get(key, self.default)
+                state = self._state.get(key) or _KeyState()
+            self._count(state, _MINUTE, now)
+            return self._headers(limits, state, now)
 
     def finish(self, key: str, tokens: int = 0) -> None:
         """An admitted request of ``key`` is complete and used ``tokens``."""

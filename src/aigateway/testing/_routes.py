@@ -26,7 +26,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._wire import MockRequest, MockResponse, error_response, json_loads_bounded
+from ._wire import (
+    JSON_MEDIA_TYPES,
+    MockRequest,
+    MockResponse,
+    error_response,
+    is_json_content_type,
+    json_loads_bounded,
+)
 
 if TYPE_CHECKING:
     from ._accounts import Account, Ledger
@@ -112,8 +119,18 @@ class RequestContext:
         return self._gateway.authenticate(self.request)
 
     def json_object(self) -> dict[str, Any] | MockResponse:
-        """The body as a JSON object, or the 400 to answer with (not JSON, too deep, not an
-        object)."""
+        """The body as a JSON object, or the error to answer with: 415 for a ``Content-Type``
+        that is not JSON (none at all is taken as JSON), 400 for a body that is not JSON, too
+        deep, or not an object."""
+        content_type = self.request.headers.get("content-type")
+        if content_type is not None and not is_json_content_type(content_type):
+            return error_response(
+                415,
+                f"the body must be JSON: send Content-Type {JSON_MEDIA_TYPES}, not "
+                f"{content_type[:100]!r}",
+                INVALID,
+                "unsupported_media_type",
+            )
         try:
             raw = json_loads_bounded(self.request.body)
         except ValueError as exc:

@@ -13,15 +13,14 @@ and SQL databases of the storage and database services.
 
 from __future__ import annotations
 
-import math
-import sqlite3
 import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..types.service_params import CATEGORIES
-from ._catalogue import SpecCatalogue
+from ._catalogue import SpecCatalogue, check_price
 from ._ids import IdSource
+from ._sql import SqlDatabase
 
 __all__ = ["FileStore", "ServiceCatalogue", "ServiceSpec", "ServiceStores", "default_services"]
 
@@ -40,15 +39,7 @@ class ServiceSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.category, str) or not self.category:
             raise ValueError(f"a service's category is a non-empty string, got {self.category!r}")
-        price = self.price
-        if (
-            isinstance(price, bool)
-            or not isinstance(price, int | float)
-            or not math.isfinite(price)
-        ):
-            raise ValueError(f"a service's price is a finite number of credits, got {price!r}")
-        if price < 0:
-            raise ValueError(f"a service's price cannot be negative, got {price!r}")
+        check_price(self.price, "a service's price")
 
 
 def default_services() -> list[ServiceSpec]:
@@ -116,7 +107,7 @@ class FileStore:
 
     def put(self, data: bytes, content_type: str, *, owner: str | None = None) -> str:
         """Keep ``data`` for account ``owner``; returns its id (``file_...``)."""
-        file_id = self._ids.next("file", "file_")
+        file_id = self._ids.secret("file", "file_", 24)
         with self._lock:
             self._files[file_id] = (data, content_type, owner)
         return file_id
@@ -138,27 +129,26 @@ class ServiceStores:
     """The state of the storage and database services, per account and service id.
 
     ``objects[(account_id, service_id)]`` maps keys to file ids in the `FileStore`;
-    ``database(account_id, service_id)`` is an in-memory SQLite database with a lock.
+    ``database(account_id, service_id)`` is a sandboxed in-memory SQLite database (`_sql`)
+    whose statements stop after ``statement_timeout`` seconds of wall time.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, statement_timeout: float = 1.0) -> None:
         self.objects: dict[tuple[str, str], dict[str, str]] = {}
-        self._databases: dict[tuple[str, str], tuple[sqlite3.Connection, threading.Lock]] = {}
+        self.statement_timeout = statement_timeout
+        """Seconds a statement of a database created from now on may run (a 400 after)."""
+        self._databases: dict[tuple[str, str], SqlDatabase] = {}
         self.lock = threading.Lock()
 
     def bucket(self, account_id: str, service_id: str) -> dict[str, str]:
         """The key -> file id map of one account's storage service (call under ``lock``)."""
         return self.objects.setdefault((account_id, service_id), {})
 
-    def database(
-        self, account_id: str, service_id: str
-    ) -> tuple[sqlite3.Connection, threading.Lock]:
-        """One account's database of a service, and the lock to hold while using it."""
+    def database(self, account_id: str, service_id: str) -> SqlDatabase:
+        """One account's database of a service (made on first use)."""
         with self.lock:
             found = self._databases.get((account_id, service_id))
             if found is None:
-                connection = sqlite3.connect(":memory:", check_same_thread=False)
-                connection.isolation_level = None  # transactions are begun explicitly
-                found = (connection, threading.Lock())
+                found = SqlDatabase(self.statement_timeout)
                 self._databases[(account_id, service_id)] = found
             return found

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 __all__ = [
     "JSON_CONTENT_TYPE",
+    "JSON_MEDIA_TYPES",
     "SSE_CONTENT_TYPE",
     "SSE_DONE",
     "MockRequest",
@@ -32,6 +33,8 @@ __all__ = [
     "dumps",
     "error_body",
     "error_response",
+    "declared_length",
+    "is_json_content_type",
     "json_loads_bounded",
     "json_response",
     "sse_event",
@@ -90,6 +93,12 @@ class MockRequest:
         return cls(method, path, all_headers, body, query)
 
     @property
+    def bearer_key(self) -> str:
+        """The key of an ``Authorization: Bearer <key>`` header ("" without one)."""
+        scheme, _, key = self.headers.get("authorization", "").strip().partition(" ")
+        return key.strip() if scheme.lower() == "bearer" else ""
+
+    @property
     def params(self) -> dict[str, str]:
         """The query string as a dict (the last value wins for a repeated name)."""
         return dict(parse_qsl(self.query, keep_blank_values=True))
@@ -98,6 +107,26 @@ class MockRequest:
         """The body decoded as JSON (raises ``ValueError`` when it is not JSON, or nested
         deeper than `MAX_JSON_DEPTH`)."""
         return json_loads_bounded(self.body)
+
+
+def declared_length(headers: Mapping[str, str]) -> int:
+    """The ``Content-Length`` of lower-case ``headers`` (0 when absent or not a number)."""
+    value = headers.get("content-length", "").strip()
+    if not (value.isascii() and value.isdigit()):
+        return 0
+    return int(value) if len(value) <= 18 else 10**18
+
+
+JSON_MEDIA_TYPES = "application/json or application/<name>+json (any charset)"
+"""What a JSON route accepts as ``Content-Type``, as a 415 says it."""
+
+
+def is_json_content_type(value: str) -> bool:
+    """Whether a ``Content-Type`` header names JSON: ``application/json`` or
+    ``application/<name>+json``, with any parameters (``; charset=utf-8``)."""
+    media_type = value.partition(";")[0].strip().lower()
+    kind, _, subtype = media_type.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 MAX_JSON_DEPTH = 64

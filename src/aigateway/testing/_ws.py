@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._wire import JSON_CONTENT_TYPE, SSE_DONE, MockRequest, MockResponse
+from ._wire import JSON_CONTENT_TYPE, SSE_DONE, MockRequest, MockResponse, json_loads_bounded
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
@@ -58,7 +58,7 @@ class WebSocketSession:
         """The HTTP request a client message stands for: a streamed chat completion."""
         body = message.encode() if isinstance(message, str) else message
         try:
-            fields = json.loads(body)
+            fields = json_loads_bounded(body)
         except ValueError:
             fields = None  # passed on as it is: the gateway answers 400 invalid_json
         if isinstance(fields, dict):

@@ -117,6 +117,10 @@ def test_mock_serve_in_a_process_serves_then_stops_cleanly_on_ctrl_c() -> None:
             headers={"Authorization": f"Bearer {extra_key}"},
         )
         assert reply.headers["x-ratelimit-limit"] == "10"  # the preset asked for
+        root = exports["AIGATEWAY_BASE_URL"].removesuffix("/v1")
+        admin = {"Authorization": f"Bearer {exports['AIGATEWAY_MOCK_ADMIN_TOKEN']}"}
+        assert httpx.get(f"{root}/_mock/requests", headers=admin).json()["data"]  # drivable
+        assert httpx.get(f"{root}/_mock/requests").status_code == 401
         process.send_signal(signal.SIGINT)
         rest, err = process.communicate(timeout=10)
     finally:

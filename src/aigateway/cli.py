@@ -138,8 +138,13 @@ def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             out.write(f"API key (mock account, {gateway.credits():g} credits): {gateway.api_key}\n")
             for account in extra:
                 out.write(f"API key (extra account): {account.key}\n")
+            root = url.removesuffix("/v1")
+            out.write(
+                f"Admin API: {root}/_mock/ with 'Authorization: Bearer {gateway.admin_token}'\n"
+            )
             out.write(f"export AIGATEWAY_BASE_URL={url}\n")
             out.write(f"export AIGATEWAY_API_KEY={gateway.api_key}\n")
+            out.write(f"export AIGATEWAY_MOCK_ADMIN_TOKEN={gateway.admin_token}\n")
             out.write("Press Ctrl-C to stop.\n")
             out.flush()
             wait_until_interrupted()

@@ -19,6 +19,7 @@ import pytest
 
 from aigateway import (
     APIConnectionError,
+    APIResponseValidationError,
     APITimeoutError,
     AsyncClient,
     Client,
@@ -407,3 +408,17 @@ def test_small_replies_are_not_held_back(gateway: MockGateway, http: httpx.Clien
         http.get("/models")
     # a listening socket not marked as TCP would leave Nagle's algorithm on: ~40 ms a reply
     assert time.monotonic() - start < 0.4
+
+
+def test_a_malformed_chunk_reaches_our_client_as_a_typed_error_in_process_and_served() -> None:
+    gateway = MockGateway()
+    gateway.faults.malformed_chunk(after_events=2, times=2)
+    with gateway.client() as client, pytest.raises(APIResponseValidationError) as caught:
+        for _ in client.chat.completions.create(model="gpt-4o", messages=user(), stream=True):
+            pass
+    assert b"chatcmpl-broken" in caught.value.body
+    with gateway.serve() as url, Client(api_key=gateway.api_key, base_url=url) as served:
+        stream = served.chat.completions.create(model="gpt-4o", messages=user(), stream=True)
+        with stream, pytest.raises(APIResponseValidationError):
+            list(stream)
+        assert stream.received == 2

@@ -120,7 +120,7 @@ def _fault(fault: DeliveryFault) -> dict[str, Any]:
         view["status"] = fault.status
     elif kind == "drop":
         view["after_processing"] = fault.kind == "drop_after"
-    elif kind == "drop_mid_stream":
+    elif kind in ("drop_mid_stream", "malformed_chunk"):
         view["after_events"] = fault.after_events
     elif kind == "malformed":
         view.update(status=fault.status, content_type=fault.content_type)

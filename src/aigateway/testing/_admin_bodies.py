@@ -89,6 +89,15 @@ class MalformedFault(TypedDict, total=False):
 
 
 @with_config(_FORBID)
+class MalformedChunkFault(TypedDict, total=False):
+    kind: Required[Literal["malformed_chunk"]]
+    data: Annotated[str, Field(max_length=65_536)]
+    after_events: Annotated[int, Field(strict=True, ge=0, le=100_000)]
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
 class LatencyFault(TypedDict, total=False):
     kind: Required[Literal["latency"]]
     seconds: Required[Seconds]
@@ -103,12 +112,19 @@ def queue_malformed(plan: FaultPlan, body: str | None = None, **fields: Any) -> 
     plan.malformed(**fields)
 
 
+def queue_malformed_chunk(plan: FaultPlan, data: str | None = None, **fields: Any) -> None:
+    if data is not None:
+        fields["data"] = data.encode("utf-8")
+    plan.malformed_chunk(**fields)
+
+
 FAULTS: dict[str, tuple[type, Callable[..., None]]] = {
     "fail": (FailFault, FaultPlan.fail),
     "drop": (DropFault, FaultPlan.drop),
     "drop_mid_stream": (DropMidStreamFault, FaultPlan.drop_mid_stream),
     "truncate": (TruncateFault, FaultPlan.truncate),
     "malformed": (MalformedFault, queue_malformed),
+    "malformed_chunk": (MalformedChunkFault, queue_malformed_chunk),
     "latency": (LatencyFault, FaultPlan.latency),
 }
 """Each kind of fault: the shape of its body and the `FaultPlan` method that queues it (the

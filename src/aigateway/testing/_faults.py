@@ -12,6 +12,7 @@ faults are used up first in, first out::
     gateway.faults.drop_mid_stream(after_events=2)    # the stream is cut after 2 events
     gateway.faults.truncate()                         # the body stops half-way
     gateway.faults.malformed(b"<html>oops</html>")    # a 200 whose body is not JSON
+    gateway.faults.malformed_chunk(after_events=2)    # a stream whose third event is not JSON
     gateway.faults.latency(5.0)                       # every reply takes 5 s (of mock time)
     gateway.faults.latency(2.0, between_chunks=True)  # 2 s between stream events
 
@@ -159,6 +160,20 @@ class FaultPlan:
             DeliveryFault("malformed", times, path, status, body=body, content_type=content_type)
         )
 
+    def malformed_chunk(
+        self,
+        data: bytes = b'{"id": "chatcmpl-broken", "choices": [tru',
+        *,
+        after_events: int = 1,
+        times: int = 1,
+        path: str | None = None,
+    ) -> None:
+        """In a streamed reply, send ``data: <data>`` (not a valid chunk) after
+        ``after_events`` good events, then the rest of the stream."""
+        self._add(
+            DeliveryFault("malformed_chunk", times, path, body=data, after_events=after_events)
+        )
+
     def latency(
         self,
         seconds: float,
@@ -264,6 +279,12 @@ def _after(fault: DeliveryFault, response: MockResponse) -> MockResponse:
         if isinstance(body, bytes):
             return MockResponse(response.status, response.headers, body[: len(body) // 2])
         return MockResponse(response.status, response.headers, _cut_stream(body))
+    if fault.kind == "malformed_chunk":
+        if isinstance(body, bytes):  # not a stream: nothing to spoil
+            return response
+        return MockResponse(
+            response.status, response.headers, _spoil_event(body, fault.after_events, fault.body)
+        )
     # drop_mid_stream
     if isinstance(body, bytes):
         return MockResponse(response.status, response.headers, _then_drop([body[: len(body) // 2]]))
@@ -285,6 +306,16 @@ def _drop_after(events: Iterator[bytes], count: int) -> Iterator[bytes]:
                 break
             yield event
         raise ConnectionDropped(f"connection dropped after {count} events (injected fault)")
+    finally:
+        _close(events)
+
+
+def _spoil_event(events: Iterator[bytes], count: int, data: bytes) -> Iterator[bytes]:
+    try:
+        for index, event in enumerate(events):
+            if index == count:
+                yield b"data: " + data + b"\n\n"
+            yield event
     finally:
         _close(events)
 

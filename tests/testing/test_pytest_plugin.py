@@ -235,7 +235,7 @@ def test_bad_marker_options_fail_the_test_naming_what_is_allowed(
     assert "'platinum'; presets: free, paid" in failures["test_unknown_preset"]
     assert failures["test_unknown_fault"] == (
         prefix + "unknown fault 'explode'; faults: drop, drop_mid_stream, fail, latency, "
-        "malformed, truncate"
+        "malformed, malformed_chunk, truncate"
     )
     assert failures["test_bad_fault_arguments"].startswith(
         prefix + "faults entry ('fail', 503, {'tims': 2}): "

@@ -93,17 +93,28 @@ def targets_table(ratios: Iterable[Ratio]) -> list[str]:
         if ratio.target is None:
             continue
         op, bound = ratio.target
-        spread = f"[{min(ratio.samples):.2f}-{max(ratio.samples):.2f}]" if ratio.samples else ""
-        lines.append(
-            [ratio.name, f"{ratio.median:.2f}x {spread}", f"{op} {bound:g}x", ratio.verdict]
-        )
+        if ratio.unit == "x":
+            shown = [f"{value:.2f}x" for value in (ratio.median, *ratio.samples)]
+            bound_shown = f"{bound:g}x"
+        else:
+            shown = [f"{_fmt(value)}{ratio.unit}" for value in (ratio.median, *ratio.samples)]
+            bound_shown = f"{_fmt(bound)}{ratio.unit}"
+        spread = ""
+        if ratio.samples:
+            low, high = min(ratio.samples), max(ratio.samples)
+            spread = (
+                f"[{shown[1 + ratio.samples.index(low)]}-{shown[1 + ratio.samples.index(high)]}]"
+            )
+        lines.append([ratio.name, f"{shown[0]} {spread}", f"{op} {bound_shown}", ratio.verdict])
     if not lines:
         return ["  (no target was measured)"]
     return _table(["target", "measured", "target", "verdict"], lines)
 
 
 def info_ratios(ratios: Iterable[Ratio]) -> list[str]:
-    lines = [[ratio.name, f"{ratio.median:.2f}x"] for ratio in ratios if ratio.target is None]
+    lines = [
+        [ratio.name, f"{ratio.median:.2f}{ratio.unit}"] for ratio in ratios if ratio.target is None
+    ]
     return _table(["other paired ratios", "median"], lines) if lines else []
 
 
@@ -114,7 +125,7 @@ def render(results: list[Result]) -> str:
         out += scenario_table(result)
         out.append("")
     ratios = [ratio for result in results for ratio in result.ratios]
-    out.append("TARGETS (median of per-round paired ratios)")
+    out.append("TARGETS (median of per-round paired ratios, or of per-round rates)")
     out += targets_table(ratios)
     out.append("")
     out += info_ratios(ratios)

@@ -51,6 +51,8 @@ class Ratio:
     target: tuple[str, float] | None = None
     """``("<=", 1.25)``: the ratio must be at most 1.25; ``(">=", 5)``: at least 5."""
     note: str = ""
+    unit: str = "x"
+    """``x`` for a ratio; another unit (``/s``) for an absolute figure with a target."""
 
     @property
     def median(self) -> float:
@@ -138,8 +140,11 @@ class Plan:
     rss_reps: int
     rss_lengths: tuple[int, int]
     rss_libs_long: tuple[str, ...]
+    mock_rounds: int
     mock_requests: int
+    mock_inprocess_requests: int
     mock_streams: int
+    mock_budget: float
     min_rounds: int = 2
 
 
@@ -162,8 +167,11 @@ QUICK = Plan(
     rss_reps=1,
     rss_lengths=(10_000, 100_000),
     rss_libs_long=("aigateway", "httpx"),
-    mock_requests=200,
+    mock_rounds=3,
+    mock_requests=500,
+    mock_inprocess_requests=2000,
     mock_streams=1,
+    mock_budget=15,
 )
 FULL = Plan(
     quick=False,
@@ -184,8 +192,11 @@ FULL = Plan(
     rss_reps=3,
     rss_lengths=(10_000, 100_000),
     rss_libs_long=LIBS,
+    mock_rounds=7,
     mock_requests=1000,
+    mock_inprocess_requests=5000,
     mock_streams=3,
+    mock_budget=40,
 )
 
 
@@ -699,12 +710,18 @@ def memory(server: ServerProcess, plan: Plan) -> Result:
     return result
 
 
-# -- 6. the SDK's mock gateway over HTTP --------------------------------------------------
+# -- 6. the SDK's mock gateway: in-process and over HTTP ----------------------------------
+
+MOCK_INPROCESS_TARGET = 5000.0
+"""Non-streamed completions per second through ``gateway.client()`` (in-process transport)."""
+MOCK_SERVED_TARGET = 1500.0
+"""Non-streamed completions per second from ``gateway.serve()``, one raw httpx client."""
 
 
 def mock_gateway(plan: Plan) -> Result:
-    """Throughput of ``MockGateway(...).serve()`` (another process), with raw httpx as client."""
-    result = Result("mock", "6. the SDK's MockGateway over real HTTP (raw httpx client)")
+    """Throughput of `MockGateway`: in this process through ``gateway.client()``, and served by
+    ``MockGateway(...).serve()`` in another process with raw httpx as client; interleaved."""
+    result = Result("mock", "6. the SDK's MockGateway: in-process client, and served (raw httpx)")
     from aigateway.testing import MockGateway
 
     if not hasattr(MockGateway, "serve"):
@@ -745,8 +762,11 @@ def mock_gateway(plan: Plan) -> Result:
 
 
 def _mock_measure(result: Result, base_url: str, key: str, plan: Plan) -> None:
-    """Streams first (they use the long scripted replies), then sequential requests."""
+    """Streams first (they use the long scripted replies), then rounds of sequential requests,
+    in-process and served in rotated order."""
     import httpx
+
+    from aigateway.testing import MockGateway
 
     body = {"model": "gpt-4o", "messages": MESSAGES, "max_tokens": 4000}
     url = base_url.rstrip("/") + "/chat/completions"
@@ -757,26 +777,51 @@ def _mock_measure(result: Result, base_url: str, key: str, plan: Plan) -> None:
             lines = response.iter_lines()
             return sum(1 for line in lines if line.startswith("data: ") and line != "data: [DONE]")
 
-    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
-        stream(client)  # warm-up
+    gateway = MockGateway(rate_limits="unlimited", credits=1e12)
+    messages = [{"role": "user", "content": "hi"}]
+    with (
+        httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http,
+        gateway.client() as sdk,
+    ):
+        stream(http)  # warm-up
         chunks = 0
         start = time.perf_counter()
         for _ in range(plan.mock_streams):
-            chunks += stream(client)
+            chunks += stream(http)
         seconds = time.perf_counter() - start
-        result.series("streaming", "rate", "per second", higher=True).samples.append(
+        result.series("served streaming", "rate", "per second", higher=True).samples.append(
             chunks / seconds
         )
-        client.post(url, json=body).raise_for_status()
-        start = time.perf_counter()
-        for _ in range(plan.mock_requests):
-            client.post(url, json=body).raise_for_status()
-        seconds = time.perf_counter() - start
-        result.series("non-streaming", "rate", "per second", higher=True).samples.append(
-            plan.mock_requests / seconds
+
+        def served() -> int:
+            for _ in range(plan.mock_requests):
+                http.post(url, json=body).raise_for_status()
+            return plan.mock_requests
+
+        def in_process() -> int:
+            for _ in range(plan.mock_inprocess_requests):
+                sdk.chat.completions.create(model="gpt-4o", messages=messages)
+            return plan.mock_inprocess_requests
+
+        for _ in range(200):  # warm-up
+            http.post(url, json=body).raise_for_status()
+            sdk.chat.completions.create(model="gpt-4o", messages=messages)
+        work = {"in-process non-streaming": in_process, "served non-streaming": served}
+        samples = sync_rounds(work, plan.mock_rounds, plan.mock_budget, plan.min_rounds)
+    targets = {
+        "in-process non-streaming": MOCK_INPROCESS_TARGET,
+        "served non-streaming": MOCK_SERVED_TARGET,
+    }
+    for name, sample in samples.items():
+        rates = [units / wall for units, wall in zip(sample.units, sample.wall, strict=True)]
+        result.series(name, "rate", "per second", higher=True).samples.extend(rates)
+        result.ratios.append(
+            Ratio(f"mock {name}, requests/s", rates, (">=", targets[name]), unit="/s")
         )
     result.notes.append(
-        f"streaming: chunks/s over {plan.mock_streams} streams ({chunks} chunks in all); "
-        f"non-streaming: requests/s over {plan.mock_requests} sequential requests; "
-        f"one raw httpx.Client against {base_url}"
+        f"served streaming: chunks/s over {plan.mock_streams} streams ({chunks} chunks in all); "
+        f"served non-streaming: requests/s over {plan.mock_requests} sequential requests, one "
+        f"raw httpx.Client against {base_url}; in-process: requests/s over "
+        f"{plan.mock_inprocess_requests} `chat.completions.create` calls of a fresh "
+        "MockGateway(rate_limits='unlimited', credits=1e12).client()"
     )

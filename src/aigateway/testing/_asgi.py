@@ -72,6 +72,11 @@ class _Reply:
         self._latency = faulty.latency if faulty is not None else 0.0
         self._chunk_latency = faulty.chunk_latency if faulty is not None else 0.0
 
+    @property
+    def is_plain(self) -> bool:
+        """A whole body, delivered at once: no fault, no wait, no stream."""
+        return not (self.dropped or self._latency) and isinstance(self.response.body, bytes)
+
     async def wait_latency(self) -> None:
         """The injected delay before the reply, if any."""
         if self._latency:
@@ -128,6 +133,9 @@ class MockASGIApp:
         if body is None:
             return
         reply = await self._handle(_mock_request(scope, body))
+        if reply.is_plain:  # two sends that never wait: nothing to watch for a disconnect
+            await _send_http(reply, send)
+            return
         cut: Callable[[], None] | None = scope.get("extensions", {}).get(CUT_EXTENSION)
         try:
             async with anyio.create_task_group() as tasks:

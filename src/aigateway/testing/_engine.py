@@ -107,6 +107,8 @@ def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
     """``text`` cut after its first ``limit`` tokens, and whether anything was cut."""
     if limit <= 0:
         return "", bool(_TOKEN.search(text))
+    if count_tokens(text) <= limit:  # the common case, without a match object per token
+        return text, False
     for index, match in enumerate(_TOKEN.finditer(text), start=1):
         if index == limit:
             end = match.end()
@@ -353,11 +355,15 @@ def _finish(
     return ChoiceOut(content, finish, used, tool_calls)
 
 
-def _sentence(rng: random.Random) -> str:
+def _sentence(rng: random.Random) -> tuple[str, int]:
+    """A pseudo-sentence and its tokens: every word of the vocabulary is one token, and so
+    are the comma and the full stop (counted here, not by `count_tokens`: the hot path)."""
     words = rng.choices(_VOCABULARY, k=rng.randint(4, 11))  # one call: the hot path of replies
+    tokens = len(words) + 1
     if len(words) > 6 and rng.random() < 0.4:
         words[rng.randint(2, len(words) - 3)] += ","
-    return " ".join(words).capitalize() + "."
+        tokens += 1
+    return " ".join(words).capitalize() + ".", tokens
 
 
 def _prose(rng: random.Random, low: int, high: int) -> str:
@@ -365,9 +371,9 @@ def _prose(rng: random.Random, low: int, high: int) -> str:
     sentences: list[str] = []
     tokens = 0
     while tokens < target:
-        sentence = _sentence(rng)
+        sentence, count = _sentence(rng)
         sentences.append(sentence)
-        tokens += count_tokens(sentence)
+        tokens += count
     return " ".join(sentences)
 
 

@@ -47,6 +47,7 @@ def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
         lifespan="off",
         log_level="warning",
         log_config=None,
+        access_log=False,  # log_level="warning" silences it anyway; this skips building it
         http=_cuttable_h11_protocol(),
         ws="websockets-sansio",
         timeout_graceful_shutdown=2,

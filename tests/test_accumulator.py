@@ -130,3 +130,28 @@ def test_any_split_of_content_and_arguments_adds_up(pieces: list[str], args: lis
     completion = accumulate(chunks)
     assert completion.choices[0].message.content == ("".join(pieces) if pieces else None)
     assert calls_of(chunks) == [("c", "f", "".join(args))]
+
+
+def test_streamed_logprobs_and_every_choice_of_n_add_up() -> None:
+    from aigateway.testing import MockGateway
+
+    gateway = MockGateway(seed=2)
+    params: dict[str, Any] = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "hi"}],
+        "n": 2,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
+    with gateway.client() as client:
+        whole = client.chat.completions.create(**params)
+        with client.chat.completions.stream(**params) as stream:
+            rebuilt = stream.get_final_completion()
+    assert [c.index for c in rebuilt.choices] == [0, 1]
+    for plain, streamed in zip(whole.choices, rebuilt.choices, strict=True):
+        assert streamed.message.content == plain.message.content
+        assert streamed.logprobs is not None
+        assert plain.logprobs is not None
+        tokens = [t.token for t in streamed.logprobs.content or []]
+        assert "".join(tokens) == streamed.message.content
+        assert tokens == [t.token for t in plain.logprobs.content or []]

@@ -4,7 +4,8 @@
 list in a test) and ask for the completion so far. Content is joined per choice; tool calls
 are assembled from their fragments by ``index``, and also by ``id`` for providers that repeat
 one ``index`` for every call or omit it (a fragment with neither continues the last call);
-the last non-null ``finish_reason``, the ``usage`` chunk and the credit fields are kept.
+the last non-null ``finish_reason``, the ``usage`` chunk, the credit fields and the tokens'
+``logprobs`` are kept.
 
 `ChatCompletionStream` / `AsyncChatCompletionStream` wrap a chunk stream with an accumulator:
 ``for text in s.text_stream`` gives the text deltas and ``s.get_final_completion()`` the
@@ -30,8 +31,10 @@ from .types.chat import (
     ChatCompletion,
     ChatCompletionChunk,
     Choice,
+    ChoiceLogprobs,
     FunctionCall,
     Message,
+    TokenLogprob,
     ToolCall,
     ToolCallDelta,
     ToolCallFunctionDelta,
@@ -79,6 +82,7 @@ class _ChoiceDraft:
     calls_by_index: dict[int, _CallDraft] = field(default_factory=dict)
     calls_by_id: dict[str, _CallDraft] = field(default_factory=dict)
     function_call: _CallDraft | None = None
+    logprobs: list[TokenLogprob] | None = None
 
     def add_tool_call(self, delta: ToolCallDelta) -> None:
         call = self._call_for(delta)
@@ -168,6 +172,10 @@ class ChatCompletionAccumulator:
                 if draft.function_call is None:
                     draft.function_call = _CallDraft()
                 draft.function_call.add(delta.function_call)
+            if choice.logprobs is not None and choice.logprobs.content:
+                if draft.logprobs is None:
+                    draft.logprobs = []
+                draft.logprobs.extend(choice.logprobs.content)
             if choice.finish_reason is not None:
                 draft.finish_reason = choice.finish_reason
         return text
@@ -176,7 +184,12 @@ class ChatCompletionAccumulator:
         """The completion the chunks added so far make up."""
         first = self._first
         choices = [
-            Choice(index=index, message=draft.message(), finish_reason=draft.finish_reason)
+            Choice(
+                index=index,
+                message=draft.message(),
+                finish_reason=draft.finish_reason,
+                logprobs=None if draft.logprobs is None else ChoiceLogprobs(content=draft.logprobs),
+            )
             for index, draft in sorted(self._choices.items())
         ]
         return ChatCompletion(

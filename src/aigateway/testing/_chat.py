@@ -27,7 +27,6 @@ from ._engine import (
     count_prompt_tokens,
     has_image,
     stream_chunks,
-    tool_choice_problem,
 )
 from ._pacing import paced
 from ._routes import INVALID, RequestContext
@@ -166,9 +165,6 @@ def _capability_problem(
             "model_not_tool_capable",
             param="tools",
         )
-    problem = tool_choice_problem(body)
-    if problem is not None:
-        return error_response(400, problem, INVALID, "invalid_parameter", param="tool_choice")
     prompt_tokens = count_prompt_tokens(messages)
     if prompt_tokens > spec.context_window:
         return error_response(

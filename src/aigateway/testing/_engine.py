@@ -43,7 +43,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..types.chat_params import tool_choice_problem as _tool_choice_problem
 from ._logprobs import token_logprobs
 from ._reply import (
     ChoiceOut,
@@ -73,7 +72,6 @@ __all__ = [
     "has_image",
     "split_pieces",
     "stream_chunks",
-    "tool_choice_problem",
     "truncate_tokens",
 ]
 
@@ -202,15 +200,6 @@ class _Draft:
     calls: list[tuple[str, str]] = field(default_factory=list)  # (name, arguments)
     call_ids: list[str | None] = field(default_factory=list)
     legacy: bool = False
-
-
-def tool_choice_problem(request: Mapping[str, Any]) -> str | None:
-    """Why the request's ``tool_choice`` cannot be honoured, or None (request validation makes
-    the same check)."""
-    if "tool_choice" not in request:
-        return None
-    problem = _tool_choice_problem(request["tool_choice"], request.get("tools"))
-    return None if problem is None else f"tool_choice {problem}"
 
 
 class Engine:

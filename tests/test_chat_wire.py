@@ -320,3 +320,25 @@ async def test_missing_model_is_refused(
     with pytest.raises(InvalidRequestError, match="model"):
         await resolve(client.chat.completions.create(messages=USER))  # type: ignore[call-overload]
     assert not route.called
+
+
+def test_the_legacy_function_call_is_a_checked_keyword() -> None:
+    from aigateway import InvalidRequestError
+    from aigateway.testing import MockGateway
+
+    gateway = MockGateway()
+    functions = [
+        {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+    ]
+    with gateway.client() as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+            functions=functions, function_call={"name": "f"},
+        )  # fmt: skip
+        assert reply.choices[0].message.function_call is not None
+        assert reply.choices[0].message.function_call.name == "f"
+        with pytest.raises(InvalidRequestError, match=r"function_call='always'.*allowed: 'auto'"):
+            client.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}], function_call="always"
+            )
+    assert len(gateway.requests) == 1

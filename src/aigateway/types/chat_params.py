@@ -80,6 +80,7 @@ ALLOWED: Mapping[str, str] = {
     "frequency_penalty": "a number from -2 to 2",
     "stop": "a string or a list of at most 4 strings",
     "stream": "true or false",
+    "function_call": "'auto', 'none' or {'name': ...} naming one of functions (the legacy tool_choice)",
     "tool_choice": (
         "'auto', 'none', 'required' (with tools) or "
         "{'type': 'function', 'function': {'name': <a function in tools>}}"
@@ -216,6 +217,14 @@ class NamedToolChoiceParam(TypedDict):
 
 
 ToolChoiceParam = Union[Literal["auto", "none", "required"], NamedToolChoiceParam]
+
+
+class FunctionNameParam(TypedDict):
+    name: Required[str]
+
+
+FunctionCallChoiceParam = Union[Literal["auto", "none"], FunctionNameParam]
+"""The legacy ``function_call`` of a request: which of ``functions`` to call."""
 
 
 class ResponseFormatTextParam(TypedDict):
@@ -367,6 +376,9 @@ class _ChatSettings(TypedDict, total=False):
     parallel_tool_calls: Annotated[bool, Field(strict=True)]
     """False: at most one tool call per reply."""
     functions: list[FunctionDefinitionParam]
+    """The legacy form of ``tools``."""
+    function_call: FunctionCallChoiceParam
+    """The legacy form of ``tool_choice``: ``"auto"``, ``"none"`` or ``{"name": ...}``."""
     response_format: ResponseFormatParam
     seed: Annotated[int, Field(strict=True)]
     stream_options: StreamOptionsParam

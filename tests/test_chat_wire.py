@@ -332,9 +332,11 @@ def test_the_legacy_function_call_is_a_checked_keyword() -> None:
     ]
     with gateway.client() as client:
         reply = client.chat.completions.create(
-            model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
-            functions=functions, function_call={"name": "f"},
-        )  # fmt: skip
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "hi"}],
+            functions=functions,
+            function_call={"name": "f"},
+        )
         assert reply.choices[0].message.function_call is not None
         assert reply.choices[0].message.function_call.name == "f"
         with pytest.raises(InvalidRequestError, match=r"function_call='always'.*allowed: 'auto'"):

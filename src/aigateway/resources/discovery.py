@@ -59,11 +59,11 @@ def discovery_call(
     return APICall("GET", url, parse=file.parse, options={**options, "extra_headers": headers})
 
 
-def _not_found(error: NotFoundError, call: APICall[object]) -> NotFoundError:
+def _not_found(error: NotFoundError, url: str) -> NotFoundError:
     """The 404 of a discovery file, naming the file (the gateway's own message is often a
     generic page)."""
     named = NotFoundError(
-        f"the gateway does not publish {call.path}: {error.message}",
+        f"the gateway does not publish {url}: {error.message}",
         response=error.response,
         body=error.body,
         error_type=error.error_type,
@@ -104,7 +104,7 @@ class Discovery(SyncResource):
         try:
             result: T = self._request(call)
         except NotFoundError as error:
-            raise _not_found(error, call) from None
+            raise _not_found(error, call.path) from None
         return result
 
 
@@ -137,5 +137,5 @@ class AsyncDiscovery(AsyncResource):
         try:
             result: T = await self._request(call)
         except NotFoundError as error:
-            raise _not_found(error, call) from None
+            raise _not_found(error, call.path) from None
         return result

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         Documents,
         Storage,
     )
+    from .resources.discovery import AsyncDiscovery, Discovery
     from .resources.media import AsyncAudio, AsyncImages, AsyncVideos, Audio, Images, Videos
     from .resources.messaging import AsyncEmail, AsyncPayments, AsyncSms, Email, Payments, Sms
     from .resources.models import AsyncModels, Models
@@ -364,6 +365,12 @@ class Client(_BaseClient[SyncPipeline], Closing):
         "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
     )
 
+    discovery: _LazyResource[Discovery] = _LazyResource(
+        "discovery",
+        "Discovery",
+        "The site-root files: ``discovery.llms_txt()``, ``.agent_card()``, ``.mcp_server_card()``.",
+    )
+
     def download(self, url: str) -> bytes:
         """The bytes at ``url``, a file the gateway returned (``result.bind(client.download)``
         lets a result you built yourself ``read()`` it), with this client's retries and
@@ -488,6 +495,12 @@ class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
         "data",
         "AsyncDatabases",
         "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
+    )
+
+    discovery: _LazyResource[AsyncDiscovery] = _LazyResource(
+        "discovery",
+        "AsyncDiscovery",
+        "The site-root files: ``await discovery.llms_txt()``, ``.agent_card()``, ...",
     )
 
     async def download(self, url: str) -> bytes:

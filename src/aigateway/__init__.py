@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
-    from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
-    from .types.services import RunResult
     from .helpers.tools import (
         MaxRoundsExceededError,
         Tool,
@@ -66,6 +64,8 @@ if TYPE_CHECKING:
         run_tools,
         tool,
     )
+    from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+    from .types.services import RunResult
 
 _LAZY = {
     "Stream": "._streaming",

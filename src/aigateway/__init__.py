@@ -56,6 +56,14 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .helpers.tools import (
+        MaxRoundsExceededError,
+        Tool,
+        ToolRunResult,
+        arun_tools,
+        run_tools,
+        tool,
+    )
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
     from .types.services import RunResult
 
@@ -76,6 +84,12 @@ _LAZY = {
     "Model": ".types",
     "ModelList": ".types",
     "RunResult": ".types.services",
+    "MaxRoundsExceededError": ".helpers.tools",
+    "Tool": ".helpers.tools",
+    "ToolRunResult": ".helpers.tools",
+    "arun_tools": ".helpers.tools",
+    "run_tools": ".helpers.tools",
+    "tool": ".helpers.tools",
 }
 
 
@@ -142,4 +156,10 @@ __all__ = [
     "__version__",
     "new_idempotency_key",
     "accumulate",
+    "MaxRoundsExceededError",
+    "Tool",
+    "ToolRunResult",
+    "arun_tools",
+    "run_tools",
+    "tool",
 ]

@@ -20,6 +20,7 @@ from ._client import AsyncClient, Client
 from ._config import Secret
 from ._http import RawResponse, new_idempotency_key
 from ._retry import RetryPolicy
+from ._ledger import ModelUsage, UsageLedger
 from ._version import __version__
 from .errors import (
     AIGatewayError,
@@ -30,6 +31,7 @@ from .errors import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    BudgetExceededError,
     ConfigurationError,
     ConflictError,
     IncompleteStreamError,
@@ -45,6 +47,7 @@ from .errors import (
     StreamConnectionError,
     StreamTimeoutError,
 )
+from .types._base import FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
     from ._chat_stream import (
@@ -110,6 +113,7 @@ __all__ = [
     "AsyncStreamedResponse",
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "ChatCompletion",
     "ChatCompletionAccumulator",
     "ChatCompletionChunk",
@@ -118,6 +122,8 @@ __all__ = [
     "Client",
     "ConfigurationError",
     "ConflictError",
+    "FailedAttempt",
+    "FallbackInfo",
     "IncompleteStreamError",
     "InsecureBaseURLWarning",
     "InsufficientCreditsError",
@@ -127,6 +133,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelList",
+    "ModelUsage",
     "NotFoundError",
     "RateLimitError",
     "RateLimitInfo",
@@ -139,6 +146,7 @@ __all__ = [
     "StreamConnectionError",
     "StreamedResponse",
     "StreamTimeoutError",
+    "UsageLedger",
     "__version__",
     "new_idempotency_key",
     "accumulate",

@@ -27,6 +27,7 @@ from ._config import (
 )
 from ._drivers import AsyncPipeline, SyncPipeline
 from ._http import Pipeline
+from ._ledger import CreditBudget, UsageLedger
 from ._limits import RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
@@ -105,6 +106,7 @@ class _BaseClient(Generic[PipelineT]):
         stream_first_event_timeout: float | None,
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
+        max_credits: float | None = None,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -130,6 +132,8 @@ class _BaseClient(Generic[PipelineT]):
         self._pipeline = pipeline_type(
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
+        if max_credits is not None:
+            self._pipeline.credit_budget = CreditBudget(max_credits, state.ledger)
 
     @property
     def config(self) -> ClientConfig:
@@ -154,6 +158,19 @@ class _BaseClient(Generic[PipelineT]):
     def rate_limit(self) -> RateLimitInfo | None:
         """The ``X-RateLimit-*`` values of the last reply that carried them."""
         return self._pipeline.state.rate_limit
+
+    @property
+    def usage(self) -> UsageLedger:
+        """What this client and its copies spent, per model and in total (``str()``: a table;
+        ``as_dict()``)."""
+        return self._pipeline.state.ledger
+
+    def with_budget(self, *, max_credits: float) -> Self:
+        """A client sharing this one's connections, memory and usage that refuses calls
+        (`BudgetExceededError`, nothing sent) once it has spent ``max_credits`` from now."""
+        twin = self._copy_with(self.config, None)
+        twin._pipeline.credit_budget = CreditBudget(max_credits, self.usage)
+        return twin
 
     @property
     def is_closed(self) -> bool:
@@ -224,6 +241,7 @@ class _BaseClient(Generic[PipelineT]):
             pipeline.state,
             retry or pipeline.retry,
             pipeline.transport,
+            pipeline.credit_budget,
         )
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
@@ -258,7 +276,8 @@ class Client(_BaseClient[SyncPipeline], Closing):
     (what is retried, the waits, the cap); ``auto_idempotency_keys=True`` gives every POST a
     generated ``Idempotency-Key``, so even calls that act on the world are retried safely;
     ``wait_for_rate_limit=True`` waits for a spent rate-limit window to reset instead of
-    getting a 429; ``max_concurrency`` bounds the requests in flight.
+    getting a 429; ``max_concurrency`` bounds the requests in flight; ``max_credits`` refuses
+    calls once that many credits are spent (``client.usage`` says what was).
 
     Timeouts: ``timeout`` (seconds, or an `httpx.Timeout` for connect, read, write and pool)
     for every request; for streams and sockets also ``stream_first_event_timeout`` (from the
@@ -286,6 +305,7 @@ class Client(_BaseClient[SyncPipeline], Closing):
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
+        max_credits: float | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -304,6 +324,7 @@ class Client(_BaseClient[SyncPipeline], Closing):
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
+            max_credits=max_credits,
         )
 
     chat: _LazyResource[Chat] = _LazyResource(
@@ -410,6 +431,7 @@ class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
+        max_credits: float | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -428,6 +450,7 @@ class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
+            max_credits=max_credits,
         )
 
     chat: _LazyResource[AsyncChat] = _LazyResource(

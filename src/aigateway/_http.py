@@ -22,8 +22,8 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -37,12 +37,22 @@ from ._classify import (
 )
 from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
 from ._config import ClientConfig, coerce_timeout
+from ._ledger import CreditBudget
 from ._logging import logger
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
 from ._timeouts import StreamTimeouts
-from .errors import APIError
+from .errors import (
+    APIConnectionError,
+    APIError,
+    IncompleteStreamError,
+    InternalServerError,
+    NotFoundError,
+    RateLimitError,
+    RateLimitInfo,
+)
+from .types._base import CreditsMixin, FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
     from ._streaming import ChunkDecoder
@@ -102,6 +112,7 @@ class Pipeline:
         state: ClientState,
         retry: RetryPolicy,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        credit_budget: CreditBudget | None = None,
     ) -> None:
         self.config = config
         self.http_client = http_client
@@ -111,6 +122,8 @@ class Pipeline:
         """The transport the client was given, if any (a mock's serves sockets in-process)."""
         self._headers = config.headers()
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
+        self.credit_budget = credit_budget
+        """The opt-in credit budget of this client object (``max_credits``), or None."""
 
     # Building the request
 
@@ -167,6 +180,54 @@ class Pipeline:
     # The flow of a call
 
     def flow(self, call: APICall[Any]) -> Flow[Any]:
+        """The call under the client's credit budget, with its fallback models if any."""
+        budget = self.credit_budget
+        if budget is not None:
+            budget.reserve()  # raises before anything is sent once the budget is spent
+        try:
+            fallbacks = call.options.get("fallback_models")
+            if fallbacks:
+                return (yield from self._fall_back(call, fallbacks))
+            return (yield from self._call(call))
+        finally:
+            if budget is not None:
+                budget.release()
+
+    def _fall_back(self, call: APICall[Any], fallbacks: Sequence[str]) -> Flow[Any]:
+        """Try the call's model, then each fallback in turn while the error says the model is
+        unavailable; only a whole failed call moves on, so no output has reached the caller."""
+        body = json.loads(call.body) if call.body else None
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            return (yield from self._call(call))
+        models = [body["model"], *fallbacks]
+        failed: list[FailedAttempt] = []
+        for index, model in enumerate(models):
+            attempt = call
+            if index:
+                attempt = replace(call, body=json.dumps({**body, "model": model}).encode())
+            try:
+                result = yield from self._call(attempt)
+            except APIError as error:
+                failed.append(FailedAttempt(model, error))
+                if index == len(models) - 1 or not model_unavailable(error):
+                    error.fallback = FallbackInfo(None, tuple(failed))
+                    raise
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("model %s unavailable (%s): falling back", model, error)
+                continue
+            _attach_fallback(result, FallbackInfo(model, tuple(failed)))
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call(self, call: APICall[Any]) -> Flow[Any]:
+        """The call's attempts; a final failure is counted in the usage ledger."""
+        try:
+            return (yield from self._attempts(call))
+        except APIError as error:
+            self.state.ledger.record_failure(_model_of(call.body), error)
+            raise
+
+    def _attempts(self, call: APICall[Any]) -> Flow[Any]:
         """Attempts of the call under the retry policy, until one succeeds or none is left.
 
         The first attempt runs outside tenacity (most calls succeed at once, and building
@@ -228,7 +289,7 @@ class Pipeline:
             response = yield Send(request, call.stream or call.streamed)
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
-        self.received(request, response, attempts)
+        rate_limit = self.received(request, response, attempts)
         if not response.is_success:
             if call.stream or call.streamed:
                 yield from self._read_and_close(request, response, attempts)
@@ -238,10 +299,16 @@ class Pipeline:
         if call.stream:
             from ._streaming import ChunkDecoder
 
-            decoder = ChunkDecoder(call.parse, response, timer=timer)
-            return (yield from self._open_stream(call, request, response, decoder, attempts, slot))
+            tally = StreamTally(self.state)
+            decoder = ChunkDecoder(tally.parsing(call.parse), response, timer=timer)
+            return (
+                yield from self._open_stream(call, request, response, decoder, tally, attempts, slot)
+            )
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
+        self.state.ledger.record_reply(parsed)
+        if isinstance(parsed, CreditsMixin):
+            parsed._rate_limit = rate_limit
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
     def _read_and_close(
@@ -260,6 +327,7 @@ class Pipeline:
         request: httpx.Request,
         response: httpx.Response,
         decoder: ChunkDecoder[Any],
+        tally: StreamTally,
         attempts: int,
         slot: Slot,
     ) -> Flow[Any]:
@@ -292,7 +360,7 @@ class Pipeline:
             body,
             head,
             on_chunk=self.state.observe,
-            on_close=slot.take(),
+            on_close=tally.closer(slot.take()),
         )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
@@ -312,9 +380,11 @@ class Pipeline:
             logger.debug("rate limit window spent: waiting %.2f s for its reset", wait)
         return wait
 
-    def received(self, request: httpx.Request, response: httpx.Response, attempts: int) -> None:
-        """Book-keeping for every reply: rate-limit values and the DEBUG line."""
-        self.state.observe_headers(response, self.retry.now)
+    def received(
+        self, request: httpx.Request, response: httpx.Response, attempts: int
+    ) -> RateLimitInfo | None:
+        """Book-keeping for every reply: rate-limit values (returned) and the DEBUG line."""
+        rate_limit = self.state.observe_headers(response, self.retry.now)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s -> %d (attempt %d)",
@@ -323,6 +393,7 @@ class Pipeline:
                 response.status_code,
                 attempts,
             )
+        return rate_limit
 
     def failed(self, request: httpx.Request, exc: Exception, attempts: int) -> APIError:
         """The error (and DEBUG line) for an attempt that got no usable reply."""
@@ -370,3 +441,67 @@ class Pipeline:
 def fetch_call(url: str) -> APICall[bytes]:
     """A GET of a file result's URL (the key goes only to the gateway's own host)."""
     return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})
+
+
+def model_unavailable(error: APIError) -> bool:
+    """Whether a call's final error says its model cannot serve now, so another may: the
+    model does not exist (404), the gateway failed or is overloaded (5xx, 429 after the
+    retries), or no reply came (a connection failure, a stream cut before its first chunk)."""
+    return isinstance(
+        error,
+        (NotFoundError, InternalServerError, RateLimitError, APIConnectionError),
+    ) or isinstance(error, IncompleteStreamError)
+
+
+def _attach_fallback(result: Any, info: FallbackInfo) -> None:
+    """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
+    target = result.parse() if isinstance(result, RawResponse) else result
+    if isinstance(target, CreditsMixin):
+        target._fallback = info
+    elif hasattr(target, "__dict__"):
+        target.fallback = info  # a stream or socket
+
+
+def _model_of(body: bytes | None) -> str | None:
+    """The ``model`` of a JSON body (read only when a call fails)."""
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None
+
+
+class StreamTally:
+    """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
+    last credits seen (each chunk passes through `parsing`, whatever batch it came in)."""
+
+    def __init__(self, state: ClientState) -> None:
+        self._state = state
+        self.model: str | None = None
+        self.usage: object = None
+        self.remaining_credits: float | None = None
+
+    def parsing(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        def parse_and_see(data: bytes) -> Any:
+            chunk = parse(data)
+            model = getattr(chunk, "model", None)
+            if model is not None:
+                self.model = model
+            usage = getattr(chunk, "usage", None)
+            if usage is not None:
+                self.usage = usage
+            credits = getattr(chunk, "remaining_credits", None)
+            if credits is not None:
+                self.remaining_credits = credits
+            return chunk
+
+        return parse_and_see
+
+    def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
+        def close() -> None:
+            if release is not None:
+                release()
+            self._state.ledger.record_reply(self)
+
+        return close

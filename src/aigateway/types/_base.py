@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+if TYPE_CHECKING:
+    from ..errors import APIError, RateLimitInfo
 
 
 class GatewayModel(BaseModel):
@@ -10,6 +16,23 @@ class GatewayModel(BaseModel):
     breaks an older client, and fields can be set by name or by their wire alias."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """A model a call with ``fallback_models`` tried, and the error it ended in."""
+
+    model: str
+    error: APIError
+
+
+@dataclass(frozen=True)
+class FallbackInfo:
+    """How a call with ``fallback_models`` went: the model that served it (None when every
+    model failed) and the models tried before it, in order, with their errors."""
+
+    served_by: str | None
+    failed: tuple[FailedAttempt, ...] = ()
 
 
 class CreditsMixin(BaseModel):
@@ -20,3 +43,16 @@ class CreditsMixin(BaseModel):
     """Credits left on the account after this call."""
     balance_warning: bool | None = Field(default=None, alias="_balance_warning")
     """True when the balance is below 10 credits."""
+    _rate_limit: RateLimitInfo | None = PrivateAttr(default=None)
+    _fallback: FallbackInfo | None = PrivateAttr(default=None)
+
+    @property
+    def rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the reply this object came in (None without them)."""
+        return self._rate_limit
+
+    @property
+    def fallback(self) -> FallbackInfo | None:
+        """With ``fallback_models``: the model that served the call and the ones that failed
+        before it; None for a call without fallbacks."""
+        return self._fallback

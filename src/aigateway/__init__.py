@@ -20,7 +20,7 @@ from ._client import AsyncClient, Client
 from ._config import Secret
 from ._http import RawResponse, new_idempotency_key
 from ._retry import RetryPolicy
-from ._ledger import ModelUsage, UsageLedger
+from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
 from ._version import __version__
 from .errors import (
     AIGatewayError,
@@ -47,7 +47,6 @@ from .errors import (
     StreamConnectionError,
     StreamTimeoutError,
 )
-from .types._base import FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
     from ._chat_stream import (

@@ -37,7 +37,7 @@ from ._classify import (
 )
 from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
 from ._config import ClientConfig, coerce_timeout
-from ._ledger import CreditBudget
+from ._ledger import CreditBudget, FailedAttempt, FallbackInfo
 from ._logging import logger
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
@@ -52,7 +52,6 @@ from .errors import (
     RateLimitError,
     RateLimitInfo,
 )
-from .types._base import CreditsMixin, FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
     from ._streaming import ChunkDecoder
@@ -307,8 +306,8 @@ class Pipeline:
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
         self.state.ledger.record_reply(parsed)
-        if isinstance(parsed, CreditsMixin):
-            parsed._rate_limit = rate_limit
+        if rate_limit is not None and hasattr(parsed, "_rate_limit"):
+            parsed._rate_limit = rate_limit  # a reply model (`CreditsMixin`)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
     def _read_and_close(
@@ -456,8 +455,8 @@ def model_unavailable(error: APIError) -> bool:
 def _attach_fallback(result: Any, info: FallbackInfo) -> None:
     """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
     target = result.parse() if isinstance(result, RawResponse) else result
-    if isinstance(target, CreditsMixin):
-        target._fallback = info
+    if hasattr(target, "_fallback"):
+        target._fallback = info  # a reply model (`CreditsMixin`)
     elif hasattr(target, "__dict__"):
         target.fallback = info  # a stream or socket
 

@@ -19,9 +19,26 @@ from typing import Any
 
 from .errors import APIError, BudgetExceededError, ConfigurationError
 
-__all__ = ["CreditBudget", "ModelUsage", "UsageLedger"]
+__all__ = ["CreditBudget", "FailedAttempt", "FallbackInfo", "ModelUsage", "UsageLedger"]
 
 _UNKNOWN_MODEL = "(unknown)"
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """A model a call with ``fallback_models`` tried, and the error it ended in."""
+
+    model: str
+    error: APIError
+
+
+@dataclass(frozen=True)
+class FallbackInfo:
+    """How a call with ``fallback_models`` went: the model that served it (None when every
+    model failed) and the models tried before it, in order, with their errors."""
+
+    served_by: str | None
+    failed: tuple[FailedAttempt, ...] = ()
 
 
 @dataclass
@@ -185,7 +202,12 @@ class CreditBudget:
         with self._lock:
             spent = self.spent
             if spent >= self.max_credits:
-                raise BudgetExceededError(self.max_credits, spent)
+                raise BudgetExceededError(
+                    f"the credit budget of {self.max_credits:g} is spent ({spent:g} credits "
+                    f"used, {self.in_flight} calls in flight); the call was not sent",
+                    max_credits=self.max_credits,
+                    spent=spent,
+                )
             self.in_flight += 1
 
     def release(self) -> None:

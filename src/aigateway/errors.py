@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from .types._base import FallbackInfo
+    from ._ledger import FallbackInfo
 
 __all__ = [
     "AIGatewayError",
@@ -166,8 +166,8 @@ class ConfigurationError(AIGatewayError, ValueError):
 class BudgetExceededError(AIGatewayError):
     """The client's credit budget (``max_credits``) is spent; the call was not sent."""
 
-    def __init__(self, max_credits: float, spent: float) -> None:
-        super().__init__(f"credit budget of {max_credits:g} spent ({spent:g} used); not sent")
+    def __init__(self, message: str, *, max_credits: float = 0.0, spent: float = 0.0) -> None:
+        super().__init__(message)
         self.max_credits, self.spent = max_credits, spent
 
 

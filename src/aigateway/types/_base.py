@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 if TYPE_CHECKING:
-    from ..errors import APIError, RateLimitInfo
+    from .._ledger import FallbackInfo
+    from ..errors import RateLimitInfo
 
 
 class GatewayModel(BaseModel):
@@ -16,23 +16,6 @@ class GatewayModel(BaseModel):
     breaks an older client, and fields can be set by name or by their wire alias."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
-
-
-@dataclass(frozen=True)
-class FailedAttempt:
-    """A model a call with ``fallback_models`` tried, and the error it ended in."""
-
-    model: str
-    error: APIError
-
-
-@dataclass(frozen=True)
-class FallbackInfo:
-    """How a call with ``fallback_models`` went: the model that served it (None when every
-    model failed) and the models tried before it, in order, with their errors."""
-
-    served_by: str | None
-    failed: tuple[FailedAttempt, ...] = ()
 
 
 class CreditsMixin(BaseModel):

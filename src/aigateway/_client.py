@@ -115,6 +115,8 @@ class _BaseClient(Generic[PipelineT]):
             ),
             **settings,
         )
+        ledger = UsageLedger()
+        credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
         if http_client is not None and not isinstance(http_client, http_client_type):
             raise ConfigurationError(
                 f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
@@ -126,14 +128,15 @@ class _BaseClient(Generic[PipelineT]):
         if http_client is None:
             http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
         configure_from_env()
-        state = ClientState(budget=RequestBudget() if config.wait_for_rate_limit else None)
+        state = ClientState(
+            budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger
+        )
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
         self._pipeline = pipeline_type(
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
-        if max_credits is not None:
-            self._pipeline.credit_budget = CreditBudget(max_credits, state.ledger)
+        self._pipeline.credit_budget = credit_budget
 
     @property
     def config(self) -> ClientConfig:

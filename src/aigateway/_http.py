@@ -48,9 +48,11 @@ from .errors import (
     APIError,
     IncompleteStreamError,
     InternalServerError,
+    InvalidRequestError,
     NotFoundError,
     RateLimitError,
     RateLimitInfo,
+    Violation,
 )
 
 if TYPE_CHECKING:
@@ -180,11 +182,13 @@ class Pipeline:
 
     def flow(self, call: APICall[Any]) -> Flow[Any]:
         """The call under the client's credit budget, with its fallback models if any."""
+        fallbacks = call.options.get("fallback_models")
+        if fallbacks is not None:
+            fallbacks = checked_fallbacks(fallbacks)
         budget = self.credit_budget
         if budget is not None:
             budget.reserve()  # raises before anything is sent once the budget is spent
         try:
-            fallbacks = call.options.get("fallback_models")
             if fallbacks:
                 return (yield from self._fall_back(call, fallbacks))
             return (yield from self._call(call))
@@ -450,6 +454,21 @@ def model_unavailable(error: APIError) -> bool:
         error,
         (NotFoundError, InternalServerError, RateLimitError, APIConnectionError),
     ) or isinstance(error, IncompleteStreamError)
+
+
+MAX_FALLBACK_MODELS = 5
+
+
+def checked_fallbacks(models: object) -> tuple[str, ...]:
+    """``fallback_models`` as a tuple, or an `InvalidRequestError` saying what is allowed."""
+    if (
+        isinstance(models, (list, tuple))
+        and 1 <= len(models) <= MAX_FALLBACK_MODELS
+        and all(isinstance(model, str) and model for model in models)
+    ):
+        return tuple(models)
+    allowed = f"a list of 1 to {MAX_FALLBACK_MODELS} model ids (non-empty strings)"
+    raise InvalidRequestError([Violation("fallback_models", models, allowed)])
 
 
 def _attach_fallback(result: Any, info: FallbackInfo) -> None:

@@ -53,9 +53,11 @@ async def test_an_unknown_model_falls_back_to_the_next(gateway: MockGateway, kin
     async with in_process_client(kind, gateway, max_retries=0) as client:
         reply = await chat(client, "no-such-model", fallback_models=["gpt-4o-mini"])
     assert reply.model == "gpt-4o-mini"
-    assert reply.fallback is not None and reply.fallback.served_by == "gpt-4o-mini"
+    assert reply.fallback is not None
+    assert reply.fallback.served_by == "gpt-4o-mini"
     [failed] = reply.fallback.failed
-    assert isinstance(failed, FailedAttempt) and failed.model == "no-such-model"
+    assert isinstance(failed, FailedAttempt)
+    assert failed.model == "no-such-model"
     assert isinstance(failed.error, NotFoundError)
     assert sent_models(gateway) == ["no-such-model", "gpt-4o-mini"]
     assert reply.rate_limit is not None  # the serving reply's own headers
@@ -80,7 +82,8 @@ async def test_the_first_model_that_serves_ends_the_call(gateway: MockGateway, k
     async with in_process_client(kind, gateway, max_retries=0) as client:
         reply = await chat(client, "gpt-4o", fallback_models=["gpt-4o-mini"])
         plain = await chat(client, "gpt-4o")
-    assert reply.fallback.served_by == "gpt-4o" and reply.fallback.failed == ()
+    assert reply.fallback.served_by == "gpt-4o"
+    assert reply.fallback.failed == ()
     assert plain.fallback is None
     assert sent_models(gateway) == ["gpt-4o", "gpt-4o"]
 
@@ -93,7 +96,8 @@ async def test_an_error_that_is_not_the_models_does_not_fall_back(
         with pytest.raises(InsufficientCreditsError) as caught:
             await chat(client, "gpt-4o", fallback_models=["gpt-4o-mini"])
     assert sent_models(gateway) == ["gpt-4o"]
-    assert caught.value.fallback is not None and caught.value.fallback.served_by is None
+    assert caught.value.fallback is not None
+    assert caught.value.fallback.served_by is None
 
 
 async def test_when_every_model_fails_the_last_error_lists_the_attempts(
@@ -104,7 +108,8 @@ async def test_when_every_model_fails_the_last_error_lists_the_attempts(
         with pytest.raises(NotFoundError) as caught:
             await chat(client, "gpt-4o", fallback_models=["no-such-model"])
     fallback = caught.value.fallback
-    assert fallback is not None and fallback.served_by is None
+    assert fallback is not None
+    assert fallback.served_by is None
     assert [(a.model, type(a.error)) for a in fallback.failed] == [
         ("gpt-4o", InternalServerError),
         ("no-such-model", NotFoundError),

@@ -60,7 +60,8 @@ async def test_a_chat_reply_carries_the_rate_limit_of_its_own_response(
         first = await chat(client)
         second = await chat(client)
     assert isinstance(first.rate_limit, RateLimitInfo)
-    assert second.rate_limit is not None and first.rate_limit.remaining is not None
+    assert second.rate_limit is not None
+    assert first.rate_limit.remaining is not None
     assert second.rate_limit.remaining == first.rate_limit.remaining - 1
     assert client.rate_limit == second.rate_limit
     assert "rate_limit" not in first.model_dump()  # not a field of the reply's data
@@ -74,8 +75,10 @@ async def test_a_run_result_and_an_error_carry_their_rate_limit(
         typed = await resolve(client.web.search(model="tavily/search", query="gateway"))
         with pytest.raises(NotFoundError) as caught:
             await chat(client, model="no-such-model")
-    assert isinstance(result, RunResult) and isinstance(typed, SearchResult)
-    assert result.rate_limit is not None and typed.rate_limit is not None
+    assert isinstance(result, RunResult)
+    assert isinstance(typed, SearchResult)
+    assert result.rate_limit is not None
+    assert typed.rate_limit is not None
     assert typed.rate_limit.remaining == result.rate_limit.remaining - 1  # type: ignore[operator]
     assert caught.value.rate_limit is not None
     assert caught.value.rate_limit.remaining == typed.rate_limit.remaining - 1  # type: ignore[operator]
@@ -108,7 +111,8 @@ async def test_the_ledger_counts_two_models_a_stream_and_a_failure(
         "gpt-4o",
         "gpt-4o-mini",
     ]
-    assert models["gpt-4o"]["requests"] == 2 and models["gpt-4o-mini"]["requests"] == 2
+    assert models["gpt-4o"]["requests"] == 2
+    assert models["gpt-4o-mini"]["requests"] == 2
     for model in ("gpt-4o", "gpt-4o-mini"):
         mine = [charge for charge in charges if charge.model == model]
         assert models[model]["prompt_tokens"] == sum(c.prompt_tokens for c in mine)
@@ -121,7 +125,8 @@ async def test_the_ledger_counts_two_models_a_stream_and_a_failure(
     assert models["no-such-model"]["failures"] == {"NotFoundError": 1}
     assert usage.credits == pytest.approx(spent(gateway, skip=1), abs=1e-6)
     total = usage.as_dict()["total"]
-    assert total["requests"] == 5 and total["failures"] == {"NotFoundError": 1}
+    assert total["requests"] == 5
+    assert total["failures"] == {"NotFoundError": 1}
     table = str(usage).splitlines()
     assert table[0].split() == ["model", "requests", "failed", "prompt", "completion", "credits"]
     assert [line.split()[0] for line in table[1:]] == [

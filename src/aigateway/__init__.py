@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ._client import AsyncClient, Client
 from ._config import Secret
 from ._http import RawResponse, new_idempotency_key
-from ._retry import RetryPolicy
 from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
+from ._retry import RetryPolicy
 from ._version import __version__
 from .errors import (
     AIGatewayError,

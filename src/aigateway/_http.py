@@ -37,23 +37,21 @@ from ._classify import (
 )
 from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
 from ._config import ClientConfig, coerce_timeout
-from ._ledger import CreditBudget, FailedAttempt, FallbackInfo
+from ._ledger import (
+    CreditBudget,
+    FailedAttempt,
+    FallbackInfo,
+    StreamTally,
+    attach_fallback,
+    checked_fallbacks,
+    model_unavailable,
+)
 from ._logging import logger
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
 from ._timeouts import StreamTimeouts
-from .errors import (
-    APIConnectionError,
-    APIError,
-    IncompleteStreamError,
-    InternalServerError,
-    InvalidRequestError,
-    NotFoundError,
-    RateLimitError,
-    RateLimitInfo,
-    Violation,
-)
+from .errors import APIError, RateLimitInfo
 
 if TYPE_CHECKING:
     from ._streaming import ChunkDecoder
@@ -218,7 +216,7 @@ class Pipeline:
                 if logger.isEnabledFor(logging.DEBUG):
                     logger.debug("model %s unavailable (%s): falling back", model, error)
                 continue
-            _attach_fallback(result, FallbackInfo(model, tuple(failed)))
+            attach_fallback(result, FallbackInfo(model, tuple(failed)))
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -305,7 +303,9 @@ class Pipeline:
             tally = StreamTally(self.state)
             decoder = ChunkDecoder(tally.parsing(call.parse), response, timer=timer)
             return (
-                yield from self._open_stream(call, request, response, decoder, tally, attempts, slot)
+                yield from self._open_stream(
+                    call, request, response, decoder, tally, attempts, slot
+                )
             )
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
@@ -446,40 +446,6 @@ def fetch_call(url: str) -> APICall[bytes]:
     return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})
 
 
-def model_unavailable(error: APIError) -> bool:
-    """Whether a call's final error says its model cannot serve now, so another may: the
-    model does not exist (404), the gateway failed or is overloaded (5xx, 429 after the
-    retries), or no reply came (a connection failure, a stream cut before its first chunk)."""
-    return isinstance(
-        error,
-        (NotFoundError, InternalServerError, RateLimitError, APIConnectionError),
-    ) or isinstance(error, IncompleteStreamError)
-
-
-MAX_FALLBACK_MODELS = 5
-
-
-def checked_fallbacks(models: object) -> tuple[str, ...]:
-    """``fallback_models`` as a tuple, or an `InvalidRequestError` saying what is allowed."""
-    if (
-        isinstance(models, (list, tuple))
-        and 1 <= len(models) <= MAX_FALLBACK_MODELS
-        and all(isinstance(model, str) and model for model in models)
-    ):
-        return tuple(models)
-    allowed = f"a list of 1 to {MAX_FALLBACK_MODELS} model ids (non-empty strings)"
-    raise InvalidRequestError([Violation("fallback_models", models, allowed)])
-
-
-def _attach_fallback(result: Any, info: FallbackInfo) -> None:
-    """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
-    target = result.parse() if isinstance(result, RawResponse) else result
-    if hasattr(target, "_fallback"):
-        target._fallback = info  # a reply model (`CreditsMixin`)
-    elif hasattr(target, "__dict__"):
-        target.fallback = info  # a stream or socket
-
-
 def _model_of(body: bytes | None) -> str | None:
     """The ``model`` of a JSON body (read only when a call fails)."""
     try:
@@ -488,38 +454,3 @@ def _model_of(body: bytes | None) -> str | None:
         return None
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, str) else None
-
-
-class StreamTally:
-    """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
-    last credits seen (each chunk passes through `parsing`, whatever batch it came in)."""
-
-    def __init__(self, state: ClientState) -> None:
-        self._state = state
-        self.model: str | None = None
-        self.usage: object = None
-        self.remaining_credits: float | None = None
-
-    def parsing(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
-        def parse_and_see(data: bytes) -> Any:
-            chunk = parse(data)
-            model = getattr(chunk, "model", None)
-            if model is not None:
-                self.model = model
-            usage = getattr(chunk, "usage", None)
-            if usage is not None:
-                self.usage = usage
-            credits = getattr(chunk, "remaining_credits", None)
-            if credits is not None:
-                self.remaining_credits = credits
-            return chunk
-
-        return parse_and_see
-
-    def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
-        def close() -> None:
-            if release is not None:
-                release()
-            self._state.ledger.record_reply(self)
-
-        return close

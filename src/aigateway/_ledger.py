@@ -1,5 +1,5 @@
-"""What a client spent: requests, tokens, credits and failures per model, and the opt-in credit
-budget checked before each call.
+"""What calls cost and how they went: the usage ledger (requests, tokens, credits and failures
+per model), the opt-in credit budget checked before each call, and what fallback models need.
 
 Credits come from the gateway, never from a local price table. A reply that states its own
 cost (``usage.credits`` of a ``/run`` reply) counts that; any other reply counts how far its
@@ -13,11 +13,27 @@ counted in ``uncounted``). A top-up during the client's life is not seen.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import APIError, BudgetExceededError, ConfigurationError
+from ._response import RawResponse
+from .errors import (
+    APIConnectionError,
+    APIError,
+    BudgetExceededError,
+    ConfigurationError,
+    IncompleteStreamError,
+    InternalServerError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+    Violation,
+)
+
+if TYPE_CHECKING:
+    from ._state import ClientState
 
 __all__ = ["CreditBudget", "FailedAttempt", "FallbackInfo", "ModelUsage", "UsageLedger"]
 
@@ -160,7 +176,7 @@ class UsageLedger:
         lines = [
             "  ".join(
                 cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths))
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             )
             for row in rows
         ]
@@ -202,15 +218,90 @@ class CreditBudget:
         with self._lock:
             spent = self.spent
             if spent >= self.max_credits:
-                raise BudgetExceededError(
+                error = BudgetExceededError(
                     f"the credit budget of {self.max_credits:g} is spent ({spent:g} credits "
-                    f"used, {self.in_flight} calls in flight); the call was not sent",
-                    max_credits=self.max_credits,
-                    spent=spent,
+                    f"used, {self.in_flight} calls in flight); the call was not sent"
                 )
+                error.max_credits, error.spent = self.max_credits, spent
+                raise error
             self.in_flight += 1
 
     def release(self) -> None:
         """The call's reply (or error) is in."""
         with self._lock:
             self.in_flight -= 1
+
+
+def model_unavailable(error: APIError) -> bool:
+    """Whether a call's final error says its model cannot serve now, so another may: the
+    model does not exist (404), the gateway failed or is overloaded (5xx, 429 after the
+    retries), or no reply came (a connection failure, a stream cut before its first chunk)."""
+    return isinstance(
+        error,
+        (
+            NotFoundError,
+            InternalServerError,
+            RateLimitError,
+            APIConnectionError,
+            IncompleteStreamError,
+        ),
+    )
+
+
+MAX_FALLBACK_MODELS = 5
+
+
+def checked_fallbacks(models: object) -> tuple[str, ...]:
+    """``fallback_models`` as a tuple, or an `InvalidRequestError` saying what is allowed."""
+    if (
+        isinstance(models, (list, tuple))
+        and 1 <= len(models) <= MAX_FALLBACK_MODELS
+        and all(isinstance(model, str) and model for model in models)
+    ):
+        return tuple(models)
+    allowed = f"a list of 1 to {MAX_FALLBACK_MODELS} model ids (non-empty strings)"
+    raise InvalidRequestError([Violation("fallback_models", models, allowed)])
+
+
+def attach_fallback(result: Any, info: FallbackInfo) -> None:
+    """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
+    target = result.parse() if isinstance(result, RawResponse) else result
+    if hasattr(target, "_fallback"):
+        target._fallback = info  # a reply model (`CreditsMixin`)
+    elif hasattr(target, "__dict__"):
+        target.fallback = info  # a stream or socket
+
+
+class StreamTally:
+    """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
+    last credits seen (each chunk passes through `parsing`, whatever batch it came in)."""
+
+    def __init__(self, state: ClientState) -> None:
+        self._state = state
+        self.model: str | None = None
+        self.usage: object = None
+        self.remaining_credits: float | None = None
+
+    def parsing(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        def parse_and_see(data: bytes) -> Any:
+            chunk = parse(data)
+            model = getattr(chunk, "model", None)
+            if model is not None:
+                self.model = model
+            usage = getattr(chunk, "usage", None)
+            if usage is not None:
+                self.usage = usage
+            credits = getattr(chunk, "remaining_credits", None)
+            if credits is not None:
+                self.remaining_credits = credits
+            return chunk
+
+        return parse_and_see
+
+    def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
+        def close() -> None:
+            if release is not None:
+                release()
+            self._state.ledger.record_reply(self)
+
+        return close

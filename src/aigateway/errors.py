@@ -28,9 +28,8 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
     InsecureBaseURLWarning          a ``UserWarning``, emitted once per host for a plain
                                     ``http://`` base address on the network
 
-Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
-text. They never carry the API key in their message or repr, and they pickle (to cross a
-process boundary) with the request's ``Authorization`` header redacted.
+Errors carry what arrived (status, headers, request id, parsed error body, raw text), never the
+API key, and pickle (across processes) with the request's ``Authorization`` header redacted.
 """
 
 from __future__ import annotations
@@ -166,9 +165,8 @@ class ConfigurationError(AIGatewayError, ValueError):
 class BudgetExceededError(AIGatewayError):
     """The client's credit budget (``max_credits``) is spent; the call was not sent."""
 
-    def __init__(self, message: str, *, max_credits: float = 0.0, spent: float = 0.0) -> None:
-        super().__init__(message)
-        self.max_credits, self.spent = max_credits, spent
+    max_credits: float = 0.0
+    spent: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from aigateway import (
     InternalServerError,
     InvalidRequestError,
     NotFoundError,
+    RateLimitError,
 )
 from aigateway.testing import MockGateway
 
@@ -175,3 +176,12 @@ async def test_a_run_call_checks_its_fallbacks_too(gateway: MockGateway, kind: s
         with pytest.raises(InvalidRequestError, match="fallback_models"):
             await resolve(client.run("tavily/search", {"query": "x"}, fallback_models="exa"))
     assert gateway.requests == []
+
+
+async def test_a_429_past_the_retry_cap_falls_back(gateway: MockGateway, kind: str) -> None:
+    gateway.faults.fail(429, times=1, retry_after=3600, path="/v1/chat/completions")
+    async with in_process_client(kind, gateway, max_retries=2) as client:
+        reply = await chat(client, "gpt-4o", fallback_models=["gpt-4o-mini"])
+    [failed] = reply.fallback.failed
+    assert isinstance(failed.error, RateLimitError) and failed.error.retry_after == 3600
+    assert reply.fallback.served_by == "gpt-4o-mini"

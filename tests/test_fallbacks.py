@@ -183,5 +183,6 @@ async def test_a_429_past_the_retry_cap_falls_back(gateway: MockGateway, kind: s
     async with in_process_client(kind, gateway, max_retries=2) as client:
         reply = await chat(client, "gpt-4o", fallback_models=["gpt-4o-mini"])
     [failed] = reply.fallback.failed
-    assert isinstance(failed.error, RateLimitError) and failed.error.retry_after == 3600
+    assert isinstance(failed.error, RateLimitError)
+    assert failed.error.retry_after == 3600
     assert reply.fallback.served_by == "gpt-4o-mini"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ._client import AsyncClient, Client
 from ._config import Secret
 from ._http import RawResponse, new_idempotency_key
+from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
 from ._retry import RetryPolicy
 from ._version import __version__
 from .errors import (
@@ -30,6 +31,7 @@ from .errors import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    BudgetExceededError,
     ConfigurationError,
     ConflictError,
     IncompleteStreamError,
@@ -124,6 +126,7 @@ __all__ = [
     "AsyncStreamedResponse",
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "ChatCompletion",
     "ChatCompletionAccumulator",
     "ChatCompletionChunk",
@@ -132,6 +135,8 @@ __all__ = [
     "Client",
     "ConfigurationError",
     "ConflictError",
+    "FailedAttempt",
+    "FallbackInfo",
     "IncompleteStreamError",
     "InsecureBaseURLWarning",
     "InsufficientCreditsError",
@@ -141,6 +146,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelList",
+    "ModelUsage",
     "NotFoundError",
     "RateLimitError",
     "RateLimitInfo",
@@ -153,6 +159,7 @@ __all__ = [
     "StreamConnectionError",
     "StreamedResponse",
     "StreamTimeoutError",
+    "UsageLedger",
     "__version__",
     "new_idempotency_key",
     "accumulate",

@@ -27,6 +27,7 @@ from ._config import (
 )
 from ._drivers import AsyncPipeline, SyncPipeline
 from ._http import Pipeline
+from ._ledger import CreditBudget, UsageLedger
 from ._limits import RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
@@ -106,6 +107,7 @@ class _BaseClient(Generic[PipelineT]):
         stream_first_event_timeout: float | None,
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
+        max_credits: float | None = None,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -114,6 +116,8 @@ class _BaseClient(Generic[PipelineT]):
             ),
             **settings,
         )
+        ledger = UsageLedger()
+        credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
         if http_client is not None and not isinstance(http_client, http_client_type):
             raise ConfigurationError(
                 f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
@@ -125,12 +129,15 @@ class _BaseClient(Generic[PipelineT]):
         if http_client is None:
             http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
         configure_from_env()
-        state = ClientState(budget=RequestBudget() if config.wait_for_rate_limit else None)
+        state = ClientState(
+            budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger
+        )
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
         self._pipeline = pipeline_type(
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
+        self._pipeline.credit_budget = credit_budget
 
     @property
     def config(self) -> ClientConfig:
@@ -155,6 +162,19 @@ class _BaseClient(Generic[PipelineT]):
     def rate_limit(self) -> RateLimitInfo | None:
         """The ``X-RateLimit-*`` values of the last reply that carried them."""
         return self._pipeline.state.rate_limit
+
+    @property
+    def usage(self) -> UsageLedger:
+        """What this client and its copies spent, per model and in total (``str()``: a table;
+        ``as_dict()``)."""
+        return self._pipeline.state.ledger
+
+    def with_budget(self, *, max_credits: float) -> Self:
+        """A client sharing this one's connections, memory and usage that refuses calls
+        (`BudgetExceededError`, nothing sent) once it has spent ``max_credits`` from now."""
+        twin = self._copy_with(self.config, None)
+        twin._pipeline.credit_budget = CreditBudget(max_credits, self.usage)
+        return twin
 
     @property
     def is_closed(self) -> bool:
@@ -225,6 +245,7 @@ class _BaseClient(Generic[PipelineT]):
             pipeline.state,
             retry or pipeline.retry,
             pipeline.transport,
+            pipeline.credit_budget,
         )
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
@@ -259,7 +280,8 @@ class Client(_BaseClient[SyncPipeline], Closing):
     (what is retried, the waits, the cap); ``auto_idempotency_keys=True`` gives every POST a
     generated ``Idempotency-Key``, so even calls that act on the world are retried safely;
     ``wait_for_rate_limit=True`` waits for a spent rate-limit window to reset instead of
-    getting a 429; ``max_concurrency`` bounds the requests in flight.
+    getting a 429; ``max_concurrency`` bounds the requests in flight; ``max_credits`` refuses
+    calls once that many credits are spent (``client.usage`` says what was).
 
     Timeouts: ``timeout`` (seconds, or an `httpx.Timeout` for connect, read, write and pool)
     for every request; for streams and sockets also ``stream_first_event_timeout`` (from the
@@ -287,6 +309,7 @@ class Client(_BaseClient[SyncPipeline], Closing):
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
+        max_credits: float | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -305,6 +328,7 @@ class Client(_BaseClient[SyncPipeline], Closing):
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
+            max_credits=max_credits,
         )
 
     chat: _LazyResource[Chat] = _LazyResource(
@@ -417,6 +441,7 @@ class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
+        max_credits: float | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -435,6 +460,7 @@ class AsyncClient(_BaseClient[AsyncPipeline], AsyncClosing):
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
+            max_credits=max_credits,
         )
 
     chat: _LazyResource[AsyncChat] = _LazyResource(

@@ -22,8 +22,8 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
@@ -37,12 +37,21 @@ from ._classify import (
 )
 from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
 from ._config import ClientConfig, coerce_timeout
+from ._ledger import (
+    CreditBudget,
+    FailedAttempt,
+    FallbackInfo,
+    StreamTally,
+    attach_fallback,
+    checked_fallbacks,
+    model_unavailable,
+)
 from ._logging import logger
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
 from ._timeouts import StreamTimeouts
-from .errors import APIError
+from .errors import APIError, RateLimitInfo
 
 if TYPE_CHECKING:
     from ._streaming import ChunkDecoder
@@ -102,6 +111,7 @@ class Pipeline:
         state: ClientState,
         retry: RetryPolicy,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        credit_budget: CreditBudget | None = None,
     ) -> None:
         self.config = config
         self.http_client = http_client
@@ -111,6 +121,8 @@ class Pipeline:
         """The transport the client was given, if any (a mock's serves sockets in-process)."""
         self._headers = config.headers()
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
+        self.credit_budget = credit_budget
+        """The opt-in credit budget of this client object (``max_credits``), or None."""
 
     # Building the request
 
@@ -167,6 +179,56 @@ class Pipeline:
     # The flow of a call
 
     def flow(self, call: APICall[Any]) -> Flow[Any]:
+        """The call under the client's credit budget, with its fallback models if any."""
+        fallbacks = call.options.get("fallback_models")
+        if fallbacks is not None:
+            fallbacks = checked_fallbacks(fallbacks)
+        budget = self.credit_budget
+        if budget is not None:
+            budget.reserve()  # raises before anything is sent once the budget is spent
+        try:
+            if fallbacks:
+                return (yield from self._fall_back(call, fallbacks))
+            return (yield from self._call(call))
+        finally:
+            if budget is not None:
+                budget.release()
+
+    def _fall_back(self, call: APICall[Any], fallbacks: Sequence[str]) -> Flow[Any]:
+        """Try the call's model, then each fallback in turn while the error says the model is
+        unavailable; only a whole failed call moves on, so no output has reached the caller."""
+        body = json.loads(call.body) if call.body else None
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            return (yield from self._call(call))
+        models = [body["model"], *fallbacks]
+        failed: list[FailedAttempt] = []
+        for index, model in enumerate(models):
+            attempt = call
+            if index:
+                attempt = replace(call, body=json.dumps({**body, "model": model}).encode())
+            try:
+                result = yield from self._call(attempt)
+            except APIError as error:
+                failed.append(FailedAttempt(model, error))
+                if index == len(models) - 1 or not model_unavailable(error):
+                    error.fallback = FallbackInfo(None, tuple(failed))
+                    raise
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("model %s unavailable (%s): falling back", model, error)
+                continue
+            attach_fallback(result, FallbackInfo(model, tuple(failed)))
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call(self, call: APICall[Any]) -> Flow[Any]:
+        """The call's attempts; a final failure is counted in the usage ledger."""
+        try:
+            return (yield from self._attempts(call))
+        except APIError as error:
+            self.state.ledger.record_failure(_model_of(call.body), error)
+            raise
+
+    def _attempts(self, call: APICall[Any]) -> Flow[Any]:
         """Attempts of the call under the retry policy, until one succeeds or none is left.
 
         The first attempt runs outside tenacity (most calls succeed at once, and building
@@ -228,7 +290,7 @@ class Pipeline:
             response = yield Send(request, call.stream or call.streamed)
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
-        self.received(request, response, attempts)
+        rate_limit = self.received(request, response, attempts)
         if not response.is_success:
             if call.stream or call.streamed:
                 yield from self._read_and_close(request, response, attempts)
@@ -238,10 +300,18 @@ class Pipeline:
         if call.stream:
             from ._streaming import ChunkDecoder
 
-            decoder = ChunkDecoder(call.parse, response, timer=timer)
-            return (yield from self._open_stream(call, request, response, decoder, attempts, slot))
+            tally = StreamTally(self.state)
+            decoder = ChunkDecoder(tally.parsing(call.parse), response, timer=timer)
+            return (
+                yield from self._open_stream(
+                    call, request, response, decoder, tally, attempts, slot
+                )
+            )
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
+        self.state.ledger.record_reply(parsed)
+        if rate_limit is not None and hasattr(parsed, "_rate_limit"):
+            parsed._rate_limit = rate_limit  # a reply model (`CreditsMixin`)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
     def _read_and_close(
@@ -260,6 +330,7 @@ class Pipeline:
         request: httpx.Request,
         response: httpx.Response,
         decoder: ChunkDecoder[Any],
+        tally: StreamTally,
         attempts: int,
         slot: Slot,
     ) -> Flow[Any]:
@@ -292,7 +363,7 @@ class Pipeline:
             body,
             head,
             on_chunk=self.state.observe,
-            on_close=slot.take(),
+            on_close=tally.closer(slot.take()),
         )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
@@ -312,9 +383,11 @@ class Pipeline:
             logger.debug("rate limit window spent: waiting %.2f s for its reset", wait)
         return wait
 
-    def received(self, request: httpx.Request, response: httpx.Response, attempts: int) -> None:
-        """Book-keeping for every reply: rate-limit values and the DEBUG line."""
-        self.state.observe_headers(response, self.retry.now)
+    def received(
+        self, request: httpx.Request, response: httpx.Response, attempts: int
+    ) -> RateLimitInfo | None:
+        """Book-keeping for every reply: rate-limit values (returned) and the DEBUG line."""
+        rate_limit = self.state.observe_headers(response, self.retry.now)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "%s %s -> %d (attempt %d)",
@@ -323,6 +396,7 @@ class Pipeline:
                 response.status_code,
                 attempts,
             )
+        return rate_limit
 
     def failed(self, request: httpx.Request, exc: Exception, attempts: int) -> APIError:
         """The error (and DEBUG line) for an attempt that got no usable reply."""
@@ -370,3 +444,13 @@ class Pipeline:
 def fetch_call(url: str) -> APICall[bytes]:
     """A GET of a file result's URL (the key goes only to the gateway's own host)."""
     return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})
+
+
+def _model_of(body: bytes | None) -> str | None:
+    """The ``model`` of a JSON body (read only when a call fails)."""
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None

@@ -6,9 +6,10 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._ledger import UsageLedger
 from ._limits import RequestBudget
 from .errors import LowBalanceWarning, RateLimitInfo
 
@@ -31,6 +32,8 @@ class ClientState:
     slots: threading.BoundedSemaphore | anyio.Semaphore | None = None
     """Bounds the requests in flight (``max_concurrency=``)."""
     warned_low_balance: bool = False
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    """What the client and its copies spent (``client.usage``)."""
 
     def observe(self, response: httpx.Response, parsed: object) -> None:
         """Remember the credits of a reply (or stream chunk); warn once of a low balance."""
@@ -48,14 +51,17 @@ class ClientState:
                     stacklevel=_caller_stacklevel(),
                 )
 
-    def observe_headers(self, response: httpx.Response, now: Callable[[], float]) -> None:
-        """Remember the ``X-RateLimit-*`` values of any reply, success or error (``now``: the
-        clock a reset given as a delay is counted from)."""
+    def observe_headers(
+        self, response: httpx.Response, now: Callable[[], float]
+    ) -> RateLimitInfo | None:
+        """Remember the ``X-RateLimit-*`` values of any reply, success or error, and return
+        them (``now``: the clock a reset given as a delay is counted from)."""
         rate_limit = RateLimitInfo.from_headers(response.headers)
         if rate_limit is not None:
             self.rate_limit = rate_limit
             if self.budget is not None:
                 self.budget.observe(rate_limit, now())
+        return rate_limit
 
 
 def _caller_stacklevel() -> int:

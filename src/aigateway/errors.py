@@ -5,6 +5,7 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
     AIGatewayError
     ├── ConfigurationError          bad client settings (missing key, malformed base URL); also a ValueError
     ├── InvalidRequestError         arguments rejected before anything was sent; also a ValueError
+    ├── BudgetExceededError         the client's credit budget is spent; nothing was sent
     └── APIError                    something happened on the way to or from the gateway
         ├── APIConnectionError      no reply: connection refused, reset, dropped
         │   └── APITimeoutError     no reply in time
@@ -27,19 +28,23 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
     InsecureBaseURLWarning          a ``UserWarning``, emitted once per host for a plain
                                     ``http://`` base address on the network
 
-Errors carry what arrived: the status, headers, request id, the parsed error body and the raw
-text. They never carry the API key in their message or repr, and they pickle (to cross a
-process boundary) with the request's ``Authorization`` header redacted.
+Errors carry what arrived (status, headers, request id, parsed error body, raw text), never the
+API key, and pickle (across processes) with the request's ``Authorization`` header redacted.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+if TYPE_CHECKING:
+    from ._ledger import FallbackInfo
 
 __all__ = [
     "AIGatewayError",
@@ -125,8 +130,6 @@ def _picklable(value: Any) -> Any:
     elif isinstance(value, httpx.Response):
         value = _detached_response(value)
     try:
-        import pickle
-
         pickle.dumps(value)
     except Exception:
         return None
@@ -136,8 +139,6 @@ def _picklable(value: Any) -> Any:
 def _redacted_request(request: httpx.Request) -> httpx.Request:
     """A copy of ``request`` (body kept when read, stream left out) whose credentials read
     ``<scheme> <redacted>``."""
-    import copy
-
     clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
     clone.headers = request.headers.copy()
     for name in _SECRET_HEADERS:
@@ -150,8 +151,6 @@ def _redacted_request(request: httpx.Request) -> httpx.Request:
 def _detached_response(response: httpx.Response) -> httpx.Response:
     """A copy of ``response`` (status, headers, body when read) with a redacted request and
     no stream or redirect history."""
-    import copy
-
     clone = copy.copy(response)
     clone.history = []
     if response._request is not None:
@@ -161,6 +160,13 @@ def _detached_response(response: httpx.Response) -> httpx.Response:
 
 class ConfigurationError(AIGatewayError, ValueError):
     """The client was given settings it cannot work with (raised at construction)."""
+
+
+class BudgetExceededError(AIGatewayError):
+    """The client's credit budget (``max_credits``) is spent; the call was not sent."""
+
+    max_credits: float = 0.0
+    spent: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,7 @@ class APIError(AIGatewayError):
     """Something went wrong talking to the gateway."""
 
     request: httpx.Request | None
+    fallback: FallbackInfo | None = None  # with ``fallback_models``: every model tried
 
     def __init__(self, message: str, *, request: httpx.Request | None = None) -> None:
         super().__init__(message)

@@ -30,6 +30,7 @@ OPTION_KEYS = (
     "stream_first_event_timeout",
     "stream_idle_timeout",
     "stream_deadline",
+    "fallback_models",
 )
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+if TYPE_CHECKING:
+    from .._ledger import FallbackInfo
+    from ..errors import RateLimitInfo
 
 
 class GatewayModel(BaseModel):
@@ -20,3 +26,16 @@ class CreditsMixin(BaseModel):
     """Credits left on the account after this call."""
     balance_warning: bool | None = Field(default=None, alias="_balance_warning")
     """True when the balance is below 10 credits."""
+    _rate_limit: RateLimitInfo | None = PrivateAttr(default=None)
+    _fallback: FallbackInfo | None = PrivateAttr(default=None)
+
+    @property
+    def rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the reply this object came in (None without them)."""
+        return self._rate_limit
+
+    @property
+    def fallback(self) -> FallbackInfo | None:
+        """With ``fallback_models``: the model that served the call and the ones that failed
+        before it; None for a call without fallbacks."""
+        return self._fallback

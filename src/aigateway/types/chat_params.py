@@ -297,6 +297,10 @@ class RequestOptions(TypedDict, total=False):
     stream_deadline: float | None
     """Streams only: seconds the whole stream may take, from sending the request; no limit by
     default."""
+    fallback_models: Sequence[str]
+    """Up to 5 models to try in turn when the call's model is unavailable (404, 5xx or 429
+    after the retries, no connection), before any output reached you; the reply's
+    ``fallback`` says which model served it."""
 
 
 T = TypeVar("T")

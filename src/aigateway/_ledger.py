@@ -1,0 +1,307 @@
+"""What calls cost and how they went: the usage ledger (requests, tokens, credits and failures
+per model), the opt-in credit budget checked before each call, and what fallback models need.
+
+Credits come from the gateway, never from a local price table. A reply that states its own
+cost (``usage.credits`` of a ``/run`` reply) counts that; any other reply counts how far its
+``_remaining_credits`` fell below the lowest balance seen before it. Replies of concurrent
+calls can arrive out of order, so a cost may be booked on a neighbouring reply, but the total
+stays exact from the first balance the client saw. The first reply without a stated cost has
+no earlier balance to compare with: it counts in ``requests`` but adds no credits (it is
+counted in ``uncounted``). A top-up during the client's life is not seen.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ._response import RawResponse
+from .errors import (
+    APIConnectionError,
+    APIError,
+    BudgetExceededError,
+    ConfigurationError,
+    IncompleteStreamError,
+    InternalServerError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+    Violation,
+)
+
+if TYPE_CHECKING:
+    from ._state import ClientState
+
+__all__ = ["CreditBudget", "FailedAttempt", "FallbackInfo", "ModelUsage", "UsageLedger"]
+
+_UNKNOWN_MODEL = "(unknown)"
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """A model a call with ``fallback_models`` tried, and the error it ended in."""
+
+    model: str
+    error: APIError
+
+
+@dataclass(frozen=True)
+class FallbackInfo:
+    """How a call with ``fallback_models`` went: the model that served it (None when every
+    model failed) and the models tried before it, in order, with their errors."""
+
+    served_by: str | None
+    failed: tuple[FailedAttempt, ...] = ()
+
+
+@dataclass
+class ModelUsage:
+    """The usage of one model (or the total): calls that ended, tokens, credits, failures."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    credits: float = 0.0
+    uncounted: int = 0
+    """Replies whose cost could not be known (the first without a stated cost)."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Failed calls by error class name (``NotFoundError``...)."""
+
+    def _add(self, other: ModelUsage) -> None:
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.credits += other.credits
+        self.uncounted += other.uncounted
+        for name, count in other.failures.items():
+            self.failures[name] = self.failures.get(name, 0) + count
+
+
+class UsageLedger:
+    """The usage of a client and its copies since it was made; thread- and task-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: dict[str, ModelUsage] = {}
+        self._credits: dict[str, Decimal] = {}
+        self._lowest_balance: Decimal | None = None
+        self._spent = Decimal(0)
+
+    @property
+    def credits(self) -> float:
+        """Credits spent by every model so far."""
+        with self._lock:
+            return float(self._spent)
+
+    def record_reply(self, reply: object) -> None:
+        """Count a reply (a completion, a run result, the last chunk of a stream)."""
+        model = getattr(reply, "model", None)
+        if not isinstance(model, str):
+            return
+        usage = getattr(reply, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        stated = getattr(usage, "credits", None)
+        balance = getattr(reply, "remaining_credits", None)
+        with self._lock:
+            charge = None if stated is None else Decimal(str(stated))
+            if balance is not None:
+                balance = Decimal(str(balance))
+                lowest = self._lowest_balance
+                if charge is None and lowest is not None:
+                    charge = max(Decimal(0), lowest - balance)
+                if lowest is None or balance < lowest:
+                    self._lowest_balance = balance
+            entry = self._models.setdefault(model, ModelUsage())
+            entry.requests += 1
+            entry.prompt_tokens += prompt if isinstance(prompt, int) else 0
+            entry.completion_tokens += completion if isinstance(completion, int) else 0
+            if charge is None:
+                entry.uncounted += 1
+            else:
+                self._spent += charge
+                spent = self._credits.get(model, Decimal(0)) + charge
+                self._credits[model] = spent
+                entry.credits = float(spent)
+
+    def record_failure(self, model: str | None, error: APIError) -> None:
+        """Count a call for ``model`` that ended in ``error``."""
+        name = type(error).__name__
+        with self._lock:
+            entry = self._models.setdefault(model or _UNKNOWN_MODEL, ModelUsage())
+            entry.requests += 1
+            entry.failures[name] = entry.failures.get(name, 0) + 1
+
+    def by_model(self) -> dict[str, ModelUsage]:
+        """A copy of the usage of each model, in first-use order."""
+        with self._lock:
+            return {
+                name: ModelUsage(**{**asdict(usage), "failures": dict(usage.failures)})
+                for name, usage in self._models.items()
+            }
+
+    def total(self) -> ModelUsage:
+        """The usage of every model together."""
+        total = ModelUsage()
+        for usage in self.by_model().values():
+            total._add(usage)
+        return total
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"models": {model: {...}}, "total": {...}}``, plain values (JSON-ready)."""
+        return {
+            "models": {name: asdict(usage) for name, usage in self.by_model().items()},
+            "total": asdict(self.total()),
+        }
+
+    def table(self) -> str:
+        """An aligned text table: a row per model and the total."""
+        header = ("model", "requests", "failed", "prompt", "completion", "credits")
+        rows = [header]
+        for name, usage in [*self.by_model().items(), ("total", self.total())]:
+            rows.append(
+                (
+                    name,
+                    str(usage.requests),
+                    str(sum(usage.failures.values())),
+                    str(usage.prompt_tokens),
+                    str(usage.completion_tokens),
+                    f"{usage.credits:.6f}",
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                cell.ljust(width) if i == 0 else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            )
+            for row in rows
+        ]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        total = self.total()
+        return f"UsageLedger(requests={total.requests}, credits={total.credits:.6f})"
+
+
+class CreditBudget:
+    """At most ``max_credits`` spent from when the budget was set: a call is refused before
+    sending once the ledger says so. Calls in flight when it runs out may still finish, so
+    the spend can pass the budget by the cost of those calls at most."""
+
+    def __init__(self, max_credits: float, ledger: UsageLedger) -> None:
+        if (
+            isinstance(max_credits, bool)
+            or not isinstance(max_credits, (int, float))
+            or not max_credits > 0
+        ):
+            raise ConfigurationError(f"max_credits must be a number > 0, got {max_credits!r}")
+        self.max_credits = float(max_credits)
+        self._ledger = ledger
+        self._start = ledger.credits
+        self._lock = threading.Lock()
+        self.in_flight = 0
+
+    @property
+    def spent(self) -> float:
+        """Credits spent since the budget was set."""
+        return self._ledger.credits - self._start
+
+    def reserve(self) -> None:
+        """Take a place for a call, or raise `BudgetExceededError` (nothing is sent)."""
+        with self._lock:
+            spent = self.spent
+            if spent >= self.max_credits:
+                error = BudgetExceededError(
+                    f"the credit budget of {self.max_credits:g} is spent ({spent:g} credits "
+                    f"used, {self.in_flight} calls in flight); the call was not sent"
+                )
+                error.max_credits, error.spent = self.max_credits, spent
+                raise error
+            self.in_flight += 1
+
+    def release(self) -> None:
+        """The call's reply (or error) is in."""
+        with self._lock:
+            self.in_flight -= 1
+
+
+def model_unavailable(error: APIError) -> bool:
+    """Whether a call's final error says its model cannot serve now, so another may: the
+    model does not exist (404), the gateway failed or is overloaded (5xx, 429 after the
+    retries), or no reply came (a connection failure, a stream cut before its first chunk)."""
+    return isinstance(
+        error,
+        (
+            NotFoundError,
+            InternalServerError,
+            RateLimitError,
+            APIConnectionError,
+            IncompleteStreamError,
+        ),
+    )
+
+
+MAX_FALLBACK_MODELS = 5
+
+
+def checked_fallbacks(models: object) -> tuple[str, ...]:
+    """``fallback_models`` as a tuple, or an `InvalidRequestError` saying what is allowed."""
+    if (
+        isinstance(models, (list, tuple))
+        and 1 <= len(models) <= MAX_FALLBACK_MODELS
+        and all(isinstance(model, str) and model for model in models)
+    ):
+        return tuple(models)
+    allowed = f"a list of 1 to {MAX_FALLBACK_MODELS} model ids (non-empty strings)"
+    raise InvalidRequestError([Violation("fallback_models", models, allowed)])
+
+
+def attach_fallback(result: Any, info: FallbackInfo) -> None:
+    """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
+    target = result.parse() if isinstance(result, RawResponse) else result
+    if hasattr(target, "_fallback"):
+        target._fallback = info  # a reply model (`CreditsMixin`)
+    elif hasattr(target, "__dict__"):
+        target.fallback = info  # a stream or socket
+
+
+class StreamTally:
+    """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
+    last credits seen (each chunk passes through `parsing`, whatever batch it came in)."""
+
+    def __init__(self, state: ClientState) -> None:
+        self._state = state
+        self.model: str | None = None
+        self.usage: object = None
+        self.remaining_credits: float | None = None
+
+    def parsing(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        def parse_and_see(data: bytes) -> Any:
+            chunk = parse(data)
+            model = getattr(chunk, "model", None)
+            if model is not None:
+                self.model = model
+            usage = getattr(chunk, "usage", None)
+            if usage is not None:
+                self.usage = usage
+            credits = getattr(chunk, "remaining_credits", None)
+            if credits is not None:
+                self.remaining_credits = credits
+            return chunk
+
+        return parse_and_see
+
+    def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
+        def close() -> None:
+            if release is not None:
+                release()
+            self._state.ledger.record_reply(self)
+
+        return close

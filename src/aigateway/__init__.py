@@ -37,6 +37,7 @@ from .errors import (
     InsufficientCreditsError,
     InternalServerError,
     InvalidRequestError,
+    LengthFinishReasonError,
     LowBalanceWarning,
     NotFoundError,
     RateLimitError,
@@ -44,6 +45,7 @@ from .errors import (
     ServiceUnavailableError,
     StreamConnectionError,
     StreamTimeoutError,
+    StructuredOutputError,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +58,9 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .helpers.structured import pydantic_function_tool
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+    from .types.chat import ParsedChatCompletion
     from .types.services import RunResult
 
 _LAZY = {
@@ -76,6 +80,8 @@ _LAZY = {
     "Model": ".types",
     "ModelList": ".types",
     "RunResult": ".types.services",
+    "ParsedChatCompletion": ".types.chat",
+    "pydantic_function_tool": ".helpers.structured",
 }
 
 
@@ -123,11 +129,13 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "LengthFinishReasonError",
     "LowBalanceWarning",
     "Message",
     "Model",
     "ModelList",
     "NotFoundError",
+    "ParsedChatCompletion",
     "RateLimitError",
     "RateLimitInfo",
     "RawResponse",
@@ -139,7 +147,9 @@ __all__ = [
     "StreamConnectionError",
     "StreamedResponse",
     "StreamTimeoutError",
+    "StructuredOutputError",
     "__version__",
     "new_idempotency_key",
     "accumulate",
+    "pydantic_function_tool",
 ]

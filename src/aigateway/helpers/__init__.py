@@ -1,0 +1,1 @@
+"""Helpers built on the calls: structured outputs (`aigateway.helpers.structured`)."""

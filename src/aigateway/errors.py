@@ -242,8 +242,10 @@ class StructuredOutputError(APIResponseValidationError):
     """``parse``: a reply's content (or a strict tool's arguments) is not JSON of the requested
     type; ``text`` is what arrived, ``errors`` pydantic's list of what did not validate."""
 
-    def __init__(self, message: str, *, text: str, errors: Sequence[Any]) -> None:
-        super().__init__(message, body=text.encode("utf-8"))
+    def __init__(
+        self, message: str, *, body: bytes, errors: Sequence[Any] = (), **rest: Any
+    ) -> None:
+        super().__init__(message, body=body, **rest)
         self.errors = list(errors)
 
 
@@ -251,8 +253,8 @@ class LengthFinishReasonError(APIError):
     """``parse``: a reply stopped at the token limit (``finish_reason`` ``length``), so its JSON
     is incomplete; ``completion`` holds the reply. Raise ``max_completion_tokens``."""
 
-    def __init__(self, completion: Any) -> None:
-        super().__init__("the reply was cut at the token limit (finish_reason 'length')")
+    def __init__(self, message: str, *, completion: Any = None, **rest: Any) -> None:
+        super().__init__(message, **rest)
         self.completion = completion
 
 

@@ -160,7 +160,11 @@ class StructuredRequest(Generic[T]):
         parsed = cast("ParsedChatCompletion[T]", ParsedChatCompletion.model_validate(dumped))
         for choice in parsed.choices:
             if choice.finish_reason == "length":
-                raise LengthFinishReasonError(completion)
+                raise LengthFinishReasonError(
+                    f"choice {choice.index} was cut at the token limit (finish_reason 'length') "
+                    "before its JSON was complete; allow more max_completion_tokens",
+                    completion=completion,
+                )
             message = choice.message
             if self.format is not None and message.content is not None and not message.refusal:
                 message.parsed = _validated(
@@ -185,7 +189,9 @@ def _validated(adapter: TypeAdapter[T], text: str, where: str) -> T:
     except ValidationError as error:
         errors = error.errors(include_url=False)
         raise StructuredOutputError(
-            f"{where}: the reply does not validate ({errors[0]['msg']})", text=text, errors=errors
+            f"{where}: the reply does not validate ({errors[0]['msg']})",
+            body=text.encode("utf-8"),
+            errors=errors,
         ) from None
 
 
@@ -195,7 +201,7 @@ def _decoded(text: str, where: str) -> Any:
     except ValueError as error:
         errors = [{"type": "json_invalid", "msg": str(error)}]
         raise StructuredOutputError(
-            f"{where}: the reply is not JSON ({error})", text=text, errors=errors
+            f"{where}: the reply is not JSON ({error})", body=text.encode("utf-8"), errors=errors
         ) from None
 
 

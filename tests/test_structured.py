@@ -368,22 +368,24 @@ async def test_a_refusal_is_exposed_and_not_parsed(kind: str) -> None:
     assert (message.refusal, message.parsed) == ("I can't.", None)
 
 
+async def streamed(client: Client | AsyncClient, **params: Any) -> tuple[str, ChatCompletion]:
+    """The text and the final completion of ``client.chat.completions.stream(**params)``."""
+    if isinstance(client, Client):
+        with client.chat.completions.stream(model=MODEL, messages=MESSAGES, **params) as stream:
+            text = "".join(stream.text_stream)
+            return text, stream.get_final_completion()
+    async with client.chat.completions.stream(
+        model=MODEL, messages=MESSAGES, **params
+    ) as async_stream:
+        text = "".join([piece async for piece in async_stream.text_stream])
+        return text, await async_stream.get_final_completion()
+
+
 async def test_stream_with_a_type_parses_the_final_completion(
     kind: str, gateway: MockGateway
 ) -> None:
     async with client_of(kind, gateway) as client:
-        if isinstance(client, Client):
-            with client.chat.completions.stream(
-                model=MODEL, messages=MESSAGES, response_format=Person
-            ) as stream:
-                text = "".join(stream.text_stream)
-                final = stream.get_final_completion()
-        else:
-            async with client.chat.completions.stream(
-                model=MODEL, messages=MESSAGES, response_format=Person
-            ) as async_stream:
-                text = "".join([piece async for piece in async_stream.text_stream])
-                final = await async_stream.get_final_completion()
+        text, final = await streamed(client, response_format=Person)
     assert isinstance(final, ParsedChatCompletion)
     assert final.choices[0].message.parsed == Person.model_validate_json(text)
     assert sent_body(gateway)["response_format"]["json_schema"]["strict"] is True
@@ -394,31 +396,11 @@ async def test_a_stream_cut_by_the_token_limit_raises_at_the_end(
 ) -> None:
     async with client_of(kind, gateway) as client:
         with pytest.raises(LengthFinishReasonError):
-            if isinstance(client, Client):
-                with client.chat.completions.stream(
-                    model=MODEL, messages=MESSAGES, response_format=Person, max_tokens=3
-                ) as stream:
-                    stream.get_final_completion()
-            else:
-                async with client.chat.completions.stream(
-                    model=MODEL, messages=MESSAGES, response_format=Person, max_tokens=3
-                ) as async_stream:
-                    await async_stream.get_final_completion()
-
-
-async def test_a_plain_stream_still_gives_a_plain_completion(
-    kind: str, gateway: MockGateway
-) -> None:
-    async with client_of(kind, gateway) as client:
-        if isinstance(client, Client):
-            with client.chat.completions.stream(model=MODEL, messages=MESSAGES) as stream:
-                final = stream.get_final_completion()
-        else:
-            async with client.chat.completions.stream(
-                model=MODEL, messages=MESSAGES
-            ) as async_stream:
-                final = await async_stream.get_final_completion()
+            await streamed(client, response_format=Person, max_tokens=3)
+        # the same stream without a type is a plain completion, cut short
+        _, final = await streamed(client, max_tokens=3)
     assert type(final) is ChatCompletion
+    assert final.choices[0].finish_reason == "length"
 
 
 def test_streamed_refusals_are_added_up() -> None:

@@ -61,7 +61,8 @@ def test_there_are_examples_to_run() -> None:
 
 @pytest.mark.parametrize(("where", "code"), doc_blocks(), ids=[where for where, _ in doc_blocks()])
 def test_doc_example_runs(where: str, code: str, mock_gateway_env: MockGateway) -> None:
-    exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
+    # dont_inherit: run as a plain script, not under this module's `from __future__` imports
+    exec(compile(code, where, "exec", dont_inherit=True), {"__name__": "__doc_example__"})
 
 
 @pytest.mark.parametrize("path", example_files(), ids=lambda p: p.name)

@@ -39,6 +39,7 @@ from .errors import (
     InsufficientCreditsError,
     InternalServerError,
     InvalidRequestError,
+    LengthFinishReasonError,
     LowBalanceWarning,
     NotFoundError,
     RateLimitError,
@@ -46,6 +47,7 @@ from .errors import (
     ServiceUnavailableError,
     StreamConnectionError,
     StreamTimeoutError,
+    StructuredOutputError,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .helpers.structured import pydantic_function_tool
     from .helpers.tools import (
         MaxRoundsExceededError,
         Tool,
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
         tool,
     )
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+    from .types.chat import ParsedChatCompletion
     from .types.services import RunResult
 
 _LAZY = {
@@ -92,6 +96,8 @@ _LAZY = {
     "arun_tools": ".helpers.tools",
     "run_tools": ".helpers.tools",
     "tool": ".helpers.tools",
+    "ParsedChatCompletion": ".types.chat",
+    "pydantic_function_tool": ".helpers.structured",
 }
 
 
@@ -142,12 +148,14 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "LengthFinishReasonError",
     "LowBalanceWarning",
     "Message",
     "Model",
     "ModelList",
     "ModelUsage",
     "NotFoundError",
+    "ParsedChatCompletion",
     "RateLimitError",
     "RateLimitInfo",
     "RawResponse",
@@ -169,4 +177,6 @@ __all__ = [
     "arun_tools",
     "run_tools",
     "tool",
+    "StructuredOutputError",
+    "pydantic_function_tool",
 ]

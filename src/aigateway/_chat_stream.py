@@ -10,7 +10,8 @@ the last non-null ``finish_reason``, the ``usage`` chunk, the credit fields and 
 `ChatCompletionStream` / `AsyncChatCompletionStream` wrap a chunk stream with an accumulator:
 ``for text in s.text_stream`` gives the text deltas and ``s.get_final_completion()`` the
 rebuilt completion. A stream cut short raises `IncompleteStreamError` whose ``partial`` holds
-the completion rebuilt so far.
+the completion rebuilt so far. Given a ``finish`` function (``stream(response_format=Model)``),
+the final completion is what it makes of the rebuilt one: a `ParsedChatCompletion`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Callable,
     Generator,
     Iterable,
     Iterator,
 )
 from dataclasses import dataclass, field
+from typing import Generic, cast
+
+from typing_extensions import TypeVar
 
 from ._streaming import AsyncChunkIterator, AsyncStream, Stream, SyncChunkIterator
 from .errors import IncompleteStreamError
@@ -48,6 +53,9 @@ __all__ = [
     "accumulate",
     "aaccumulate",
 ]
+
+CompletionT = TypeVar("CompletionT", bound=ChatCompletion, default=ChatCompletion)
+"""What a stream's final completion is: a `ChatCompletion`, or a `ParsedChatCompletion`."""
 
 
 @dataclass
@@ -77,6 +85,7 @@ class _CallDraft:
 class _ChoiceDraft:
     role: str | None = None
     content: list[str] | None = None
+    refusal: list[str] | None = None
     finish_reason: str | None = None
     calls: list[_CallDraft] = field(default_factory=list)
     calls_by_index: dict[int, _CallDraft] = field(default_factory=dict)
@@ -116,6 +125,7 @@ class _ChoiceDraft:
         return Message(
             role=self.role or "assistant",
             content=None if self.content is None else "".join(self.content),
+            refusal=None if self.refusal is None else "".join(self.refusal),
             tool_calls=tool_calls,
             function_call=None if function_call is None else function_call.tool_call().function,
         )
@@ -166,6 +176,10 @@ class ChatCompletionAccumulator:
                 draft.content.append(delta.content)
                 if choice.index == 0:
                     text = delta.content
+            if delta.refusal is not None:
+                if draft.refusal is None:
+                    draft.refusal = []
+                draft.refusal.append(delta.refusal)
             for call in delta.tool_calls or ():
                 draft.add_tool_call(call)
             if delta.function_call is not None:
@@ -220,26 +234,37 @@ async def aaccumulate(chunks: AsyncIterable[ChatCompletionChunk]) -> ChatComplet
     return accumulator.completion()
 
 
-class _ChatStreamBase:
-    def __init__(self) -> None:
+class _ChatStreamBase(Generic[CompletionT]):
+    def __init__(self, finish: Callable[[ChatCompletion], CompletionT] | None) -> None:
         self.accumulator = ChatCompletionAccumulator()
         """What has been received so far; ``accumulator.completion()`` is the snapshot."""
         self._text = ""  # the text the last chunk added to the first choice
+        self._finish = finish
+
+    def _final(self) -> CompletionT:
+        completion = self.accumulator.completion()
+        if self._finish is None:
+            return cast(CompletionT, completion)  # no finish: CompletionT is ChatCompletion
+        return self._finish(completion)
 
     def current_completion(self) -> ChatCompletion:
         """The completion rebuilt from the chunks received so far."""
         return self.accumulator.completion()
 
 
-class ChatCompletionStream(_ChatStreamBase, SyncChunkIterator[ChatCompletionChunk]):
+class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatCompletionChunk]):
     """A streamed chat completion that adds its chunks up as they come.
 
     Iterate it for the chunks, or ``text_stream`` for the text deltas; then
     ``get_final_completion()``. Use it in a ``with`` block: leaving it releases the connection.
     """
 
-    def __init__(self, stream: Stream[ChatCompletionChunk]) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        stream: Stream[ChatCompletionChunk],
+        finish: Callable[[ChatCompletion], CompletionT] | None = None,
+    ) -> None:
+        super().__init__(finish)
         self.stream = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
 
@@ -267,18 +292,25 @@ class ChatCompletionStream(_ChatStreamBase, SyncChunkIterator[ChatCompletionChun
         for _ in self:
             pass
 
-    def get_final_completion(self) -> ChatCompletion:
-        """Read the rest of the stream; return the whole completion rebuilt from it."""
+    def get_final_completion(self) -> CompletionT:
+        """Read the rest of the stream; return the whole completion rebuilt from it (parsed,
+        for ``stream(response_format=Model)``)."""
         self.until_done()
-        return self.accumulator.completion()
+        return self._final()
 
 
-class AsyncChatCompletionStream(_ChatStreamBase, AsyncChunkIterator[ChatCompletionChunk]):
+class AsyncChatCompletionStream(
+    _ChatStreamBase[CompletionT], AsyncChunkIterator[ChatCompletionChunk]
+):
     """`ChatCompletionStream` for async code: ``async for``, ``await get_final_completion()``,
     ``async with``."""
 
-    def __init__(self, stream: AsyncStream[ChatCompletionChunk]) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        stream: AsyncStream[ChatCompletionChunk],
+        finish: Callable[[ChatCompletion], CompletionT] | None = None,
+    ) -> None:
+        super().__init__(finish)
         self.stream = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
 
@@ -306,7 +338,8 @@ class AsyncChatCompletionStream(_ChatStreamBase, AsyncChunkIterator[ChatCompleti
         async for _ in self:
             pass
 
-    async def get_final_completion(self) -> ChatCompletion:
-        """Read the rest of the stream; return the whole completion rebuilt from it."""
+    async def get_final_completion(self) -> CompletionT:
+        """Read the rest of the stream; return the whole completion rebuilt from it (parsed,
+        for ``stream(response_format=Model)``)."""
         await self.until_done()
-        return self.accumulator.completion()
+        return self._final()

@@ -10,6 +10,8 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
         ├── APIConnectionError      no reply: connection refused, reset, dropped
         │   └── APITimeoutError     no reply in time
         ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
+        │   └── StructuredOutputError   ``parse``: the content is not JSON of the requested type
+        ├── LengthFinishReasonError     ``parse``: the reply was cut by the token limit
         ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
         │   ├── StreamConnectionError   the connection failed mid-stream (also an APIConnectionError)
         │   └── StreamTimeoutError      the stream stalled or ran past its deadline (also an APITimeoutError)
@@ -62,6 +64,7 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "LengthFinishReasonError",
     "LowBalanceWarning",
     "NotFoundError",
     "RateLimitError",
@@ -69,6 +72,7 @@ __all__ = [
     "ServiceUnavailableError",
     "StreamConnectionError",
     "StreamTimeoutError",
+    "StructuredOutputError",
     "Violation",
 ]
 
@@ -239,6 +243,26 @@ class APIResponseValidationError(APIError):
         self.text = text
         self.status_code = status_code
         self.headers = httpx.Headers(headers)
+
+
+class StructuredOutputError(APIResponseValidationError):
+    """``parse``: a reply's content (or a strict tool's arguments) is not JSON of the requested
+    type; ``text`` is what arrived, ``errors`` pydantic's list of what did not validate."""
+
+    def __init__(
+        self, message: str, *, body: bytes, errors: Sequence[Any] = (), **rest: Any
+    ) -> None:
+        super().__init__(message, body=body, **rest)
+        self.errors = list(errors)
+
+
+class LengthFinishReasonError(APIError):
+    """``parse``: a reply stopped at the token limit (``finish_reason`` ``length``), so its JSON
+    is incomplete; ``completion`` holds the reply. Raise ``max_completion_tokens``."""
+
+    def __init__(self, message: str, *, completion: Any = None, **rest: Any) -> None:
+        super().__init__(message, **rest)
+        self.completion = completion
 
 
 class IncompleteStreamError(APIError):

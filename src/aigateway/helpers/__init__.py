@@ -1,1 +1,2 @@
-"""Helpers built on top of the plain calls (each in a module of its own)."""
+"""Helpers built on the plain calls, each in a module of its own: structured outputs
+(`structured`), tools and the tool runner (`tools`)."""

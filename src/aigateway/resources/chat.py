@@ -1,24 +1,26 @@
-"""``client.chat.completions``: ``POST /chat/completions``, plain or streamed."""
+"""``client.chat.completions``: ``POST /chat/completions``, plain, streamed or parsed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter
 from typing_extensions import Unpack
 
 from .._http import APICall
 from ..errors import InvalidRequestError, Violation
+from ..helpers.structured import StructuredRequest, prepare
 from ..types._validation import validate
-from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice
+from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
 from ..types.chat_params import (
     ALLOWED,
     ChatCompletionCreateParams,
     ChatCompletionCreateParamsNonStreaming,
     ChatCompletionCreateParamsStreaming,
+    ChatCompletionParseParams,
     ChatCompletionRequest,
     ChatCompletionStreamParams,
 )
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from .._websocket import AsyncChatSocket, ChatSocket
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
+
+T = TypeVar("T")
 
 _REQUEST = TypeAdapter(ChatCompletionRequest)
 _KEYWORDS = frozenset(ChatCompletionCreateParams.__annotations__)
@@ -95,6 +99,29 @@ def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APIC
     return build_create_call({**params, "stream": True})
 
 
+def build_parse_call(
+    params: Mapping[str, Any], method: str = "parse"
+) -> tuple[APICall[Any], StructuredRequest[Any]]:
+    """The checked call of ``parse`` (or of ``stream`` given a type as ``response_format``),
+    and how to parse its reply; a type that cannot be a strict schema raises here."""
+    check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
+    body, structured = prepare(params, f"chat.completions.{method}")
+    call = build_stream_call(body, method) if method == "stream" else build_create_call(body)
+    return call, structured
+
+
+def build_chat_stream_call(
+    params: Mapping[str, Any],
+) -> tuple[APICall[Any], Callable[[ChatCompletion], ChatCompletion] | None]:
+    """The call of ``stream`` and what makes its final completion: parsing, when
+    ``response_format`` is a type rather than a dict."""
+    response_format = params.get("response_format")
+    if response_format is None or isinstance(response_format, Mapping):
+        return build_stream_call(params), None
+    call, structured = build_parse_call(params, "stream")
+    return call, structured.parse
+
+
 def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
     """The checked request of ``connect``: a chat body (no ``stream`` field) sent over the
     WebSocket endpoint, its frames parsed as chunks."""
@@ -132,16 +159,44 @@ class Completions(SyncResource):
         )
         return result
 
+    @overload
+    def parse(
+        self, *, response_format: type[T], **params: Unpack[ChatCompletionParseParams]
+    ) -> ParsedChatCompletion[T]: ...
+    @overload
+    def parse(self, **params: Unpack[ChatCompletionParseParams]) -> ParsedChatCompletion[None]: ...
     @keyword_signature(ChatCompletionStreamParams)
-    def stream(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatCompletionStream:
+    def parse(self, **params: Any) -> ParsedChatCompletion[Any]:
+        """Create a chat completion whose content is parsed into ``response_format``.
+
+        ``response_format`` is a pydantic model, a TypedDict or a dataclass; it is sent as a
+        strict JSON schema and every choice comes back as ``choice.message.parsed``, an
+        instance of it (None when the model refused: see ``message.refusal``). Strict tools
+        get ``function.parsed_arguments``. A reply cut by the token limit raises
+        `LengthFinishReasonError`, content that does not validate `StructuredOutputError`.
+        """
+        call, structured = build_parse_call(params)
+        completion: ChatCompletion = self._request(call)
+        return structured.parse(completion)
+
+    @overload
+    def stream(
+        self, *, response_format: type[T], **params: Unpack[ChatCompletionParseParams]
+    ) -> ChatCompletionStream[ParsedChatCompletion[T]]: ...
+    @overload
+    def stream(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatCompletionStream: ...
+    @keyword_signature(ChatCompletionStreamParams)
+    def stream(self, **params: Any) -> ChatCompletionStream[Any]:
         """Stream a chat completion and add it up as it comes.
 
         ``with client.chat.completions.stream(...) as s``, then ``for text in s.text_stream``
         and ``s.get_final_completion()``. A non-2xx reply raises here, before iteration.
+        Given a type as ``response_format``, the final completion is parsed, as by ``parse``.
         """
         from .._chat_stream import ChatCompletionStream
 
-        return ChatCompletionStream(self._request(build_stream_call(params)))
+        call, finish = build_chat_stream_call(params)
+        return ChatCompletionStream(self._request(call), finish)
 
     @keyword_signature(ChatCompletionStreamParams)
     def connect(self, **params: Unpack[ChatCompletionStreamParams]) -> ChatSocket:
@@ -194,22 +249,51 @@ class AsyncCompletions(AsyncResource):
         )
         return result
 
+    @overload
+    async def parse(
+        self, *, response_format: type[T], **params: Unpack[ChatCompletionParseParams]
+    ) -> ParsedChatCompletion[T]: ...
+    @overload
+    async def parse(
+        self, **params: Unpack[ChatCompletionParseParams]
+    ) -> ParsedChatCompletion[None]: ...
     @keyword_signature(ChatCompletionStreamParams)
+    async def parse(self, **params: Any) -> ParsedChatCompletion[Any]:
+        """Create a chat completion whose content is parsed into ``response_format``.
+
+        ``response_format`` is a pydantic model, a TypedDict or a dataclass; it is sent as a
+        strict JSON schema and every choice comes back as ``choice.message.parsed``, an
+        instance of it (None when the model refused: see ``message.refusal``). Strict tools
+        get ``function.parsed_arguments``. A reply cut by the token limit raises
+        `LengthFinishReasonError`, content that does not validate `StructuredOutputError`.
+        """
+        call, structured = build_parse_call(params)
+        completion: ChatCompletion = await self._request(call)
+        return structured.parse(completion)
+
+    @overload
+    def stream(
+        self, *, response_format: type[T], **params: Unpack[ChatCompletionParseParams]
+    ) -> Opening[AsyncChatCompletionStream[ParsedChatCompletion[T]]]: ...
+    @overload
     def stream(
         self, **params: Unpack[ChatCompletionStreamParams]
-    ) -> Opening[AsyncChatCompletionStream]:
+    ) -> Opening[AsyncChatCompletionStream]: ...
+    @keyword_signature(ChatCompletionStreamParams)
+    def stream(self, **params: Any) -> Opening[AsyncChatCompletionStream[Any]]:
         """Stream a chat completion and add it up as it comes.
 
         ``async with client.chat.completions.stream(...) as s`` (or ``s = await ...``), then
         ``async for text in s.text_stream`` and ``await s.get_final_completion()``.
         Bad arguments raise at once; a non-2xx reply raises on entering, before iteration.
+        Given a type as ``response_format``, the final completion is parsed, as by ``parse``.
         """
         from .._chat_stream import AsyncChatCompletionStream
 
-        call = build_stream_call(params)
+        call, finish = build_chat_stream_call(params)
 
-        async def open_stream() -> AsyncChatCompletionStream:
-            return AsyncChatCompletionStream(await self._request(call))
+        async def open_stream() -> AsyncChatCompletionStream[Any]:
+            return AsyncChatCompletionStream(await self._request(call), finish)
 
         return Opening(open_stream)
 

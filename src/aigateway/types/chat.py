@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from ._base import CreditsMixin, GatewayModel
 
@@ -22,6 +22,11 @@ __all__ = [
     "FinishReason",
     "FunctionCall",
     "Message",
+    "ParsedChatCompletion",
+    "ParsedChoice",
+    "ParsedFunction",
+    "ParsedMessage",
+    "ParsedToolCall",
     "TokenLogprob",
     "ToolCall",
     "ToolCallDelta",
@@ -60,6 +65,8 @@ class Message(GatewayModel):
         "assistant"
     )
     content: str | None = None
+    refusal: str | None = None
+    """The model's reason for declining to answer in the requested format, else None."""
     tool_calls: list[ToolCall] | None = None
     function_call: FunctionCall | None = None
 
@@ -140,6 +147,7 @@ class ChunkDelta(GatewayModel):
 
     role: str | None = None
     content: str | None = None
+    refusal: str | None = None
     tool_calls: list[ToolCallDelta] | None = None
     function_call: ToolCallFunctionDelta | None = None
 
@@ -163,3 +171,43 @@ class ChatCompletionChunk(CreditsMixin, GatewayModel):
     model: str | None = None
     choices: list[ChunkChoice] = []
     usage: Usage | None = None
+
+
+ResponseFormatT = TypeVar("ResponseFormatT")
+"""What ``parse`` turns a reply's content into (the ``response_format`` type)."""
+
+
+class ParsedFunction(GatewayModel):
+    """A call of a strict tool, its arguments also parsed (``parsed_arguments``)."""
+
+    name: str
+    arguments: str = ""
+    parsed_arguments: Any = None
+    """The arguments as the tool's model (a tool from `pydantic_function_tool`), else the
+    decoded JSON."""
+
+
+class ParsedToolCall(ToolCall):
+    """A tool call of a parsed completion."""
+
+    function: ParsedFunction  # type: ignore[assignment]
+
+
+class ParsedMessage(Message, Generic[ResponseFormatT]):
+    """A reply message whose content was parsed into the ``response_format`` type."""
+
+    parsed: ResponseFormatT | None = None
+    """The content as the requested type; None when the model refused (see ``refusal``)."""
+    tool_calls: list[ParsedToolCall] | None = None  # type: ignore[assignment]
+
+
+class ParsedChoice(Choice, Generic[ResponseFormatT]):
+    """A choice of a parsed completion."""
+
+    message: ParsedMessage[ResponseFormatT]
+
+
+class ParsedChatCompletion(ChatCompletion, Generic[ResponseFormatT]):
+    """A chat completion whose every choice's content was parsed (``message.parsed``)."""
+
+    choices: list[ParsedChoice[ResponseFormatT]]  # type: ignore[assignment]

@@ -37,6 +37,7 @@ __all__ = [
     "ChatCompletionCreateParams",
     "ChatCompletionCreateParamsNonStreaming",
     "ChatCompletionCreateParamsStreaming",
+    "ChatCompletionParseParams",
     "ChatCompletionRequest",
     "ChatCompletionStreamParams",
     "ChatMessageInput",
@@ -200,6 +201,8 @@ class FunctionDefinitionParam(TypedDict, total=False):
     description: str
     parameters: dict[str, Any]
     """A JSON-schema object describing the arguments."""
+    strict: bool
+    """True: the arguments follow ``parameters`` exactly (structured outputs)."""
 
 
 class ToolParam(TypedDict):
@@ -349,7 +352,7 @@ def _tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
     return choice
 
 
-class _ChatSettings(TypedDict, total=False):
+class _ChatSettingsBase(TypedDict, total=False):
     max_completion_tokens: Annotated[int, Field(strict=True, ge=1, le=128_000)]
     max_tokens: Annotated[
         int,
@@ -383,9 +386,12 @@ class _ChatSettings(TypedDict, total=False):
     """The legacy form of ``tools``."""
     function_call: FunctionCallChoiceParam
     """The legacy form of ``tool_choice``: ``"auto"``, ``"none"`` or ``{"name": ...}``."""
-    response_format: ResponseFormatParam
     seed: Annotated[int, Field(strict=True)]
     stream_options: StreamOptionsParam
+
+
+class _ChatSettings(_ChatSettingsBase, total=False):
+    response_format: ResponseFormatParam
 
 
 class ChatCompletionRequest(_ChatSettings, total=False):
@@ -412,6 +418,14 @@ class ChatCompletionCreateParamsStreaming(_ChatCompletionCreateParamsBase, total
 class ChatCompletionStreamParams(_ChatCompletionCreateParamsBase, total=False):
     """Every keyword argument of ``client.chat.completions.stream`` and ``connect``
     (those of ``create`` but ``stream``)."""
+
+
+class ChatCompletionParseParams(_ChatSettingsBase, RequestOptions, total=False):
+    """The keyword arguments of ``client.chat.completions.parse`` but ``response_format``
+    (those of ``stream`` too, when it is given a type)."""
+
+    model: Required[str]
+    messages: Required[Sequence[ChatMessageInput]]
 
 
 class ChatCompletionCreateParams(_ChatCompletionCreateParamsBase, total=False):

@@ -36,9 +36,7 @@ API key, and pickle (across processes) with the request's ``Authorization`` head
 
 from __future__ import annotations
 
-import copy
 import math
-import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -109,57 +107,10 @@ class AIGatewayError(Exception):
     """
 
     def __reduce__(self) -> tuple[Any, ...]:
-        state = {name: _picklable(value) for name, value in self.__dict__.items()}
-        return (_restore_error, (type(self), self.args, state))
+        from ._error_pickle import picklable, restore_error
 
-
-def _restore_error(
-    cls: type[AIGatewayError], args: tuple[Any, ...], state: dict[str, Any]
-) -> AIGatewayError:
-    """Rebuild a pickled error without calling its ``__init__`` (whose arguments differ)."""
-    error = cls.__new__(cls)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
-
-_SECRET_HEADERS = ("authorization", "proxy-authorization")
-
-
-def _picklable(value: Any) -> Any:
-    """``value`` made safe to pickle: requests and replies without credentials or open
-    streams, anything else as is when it pickles, else None."""
-    if isinstance(value, httpx.Request):
-        value = _redacted_request(value)
-    elif isinstance(value, httpx.Response):
-        value = _detached_response(value)
-    try:
-        pickle.dumps(value)
-    except Exception:
-        return None
-    return value
-
-
-def _redacted_request(request: httpx.Request) -> httpx.Request:
-    """A copy of ``request`` (body kept when read, stream left out) whose credentials read
-    ``<scheme> <redacted>``."""
-    clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
-    clone.headers = request.headers.copy()
-    for name in _SECRET_HEADERS:
-        if name in clone.headers:
-            scheme, space, _ = clone.headers[name].strip().partition(" ")
-            clone.headers[name] = f"{scheme} <redacted>" if space else "<redacted>"
-    return clone
-
-
-def _detached_response(response: httpx.Response) -> httpx.Response:
-    """A copy of ``response`` (status, headers, body when read) with a redacted request and
-    no stream or redirect history."""
-    clone = copy.copy(response)
-    clone.history = []
-    if response._request is not None:
-        clone.request = _redacted_request(response._request)
-    return clone
+        state = {name: picklable(value) for name, value in self.__dict__.items()}
+        return (restore_error, (type(self), self.args, state))
 
 
 class ConfigurationError(AIGatewayError, ValueError):

@@ -1,0 +1,244 @@
+"""What `Client` and `AsyncClient` share: settings, what the client remembers, repr,
+``with_options`` and ``with_budget`` copies, and resources built lazily around the client's
+pipeline (one descriptor, `LazyResource`)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+import httpx
+
+from ._config import (
+    ClientConfig,
+    TimeoutTypes,
+    check_stream_timeouts,
+    coerce_timeout,
+)
+from ._http import Pipeline
+from ._ledger import CreditBudget, UsageLedger
+from ._limits import RequestBudget
+from ._logging import configure_from_env
+from ._retry import RetryPolicy
+from ._state import ClientState
+from ._timeouts import StreamTimeouts
+from .errors import ConfigurationError, RateLimitInfo
+
+if TYPE_CHECKING:
+    import anyio
+    from typing_extensions import Self
+
+
+__all__ = ["BaseClient", "LazyResource"]
+
+PipelineT = TypeVar("PipelineT", bound=Pipeline)
+ResourceT = TypeVar("ResourceT")
+_KEEP: Any = object()
+
+
+class LazyResource(Generic[ResourceT]):
+    """A resource built on first access from ``aigateway.resources.<module>`` around the
+    client's pipeline, then kept on the client like a ``cached_property``."""
+
+    def __init__(self, module: str, class_name: str, doc: str) -> None:
+        self._module = module
+        self._class_name = class_name
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, client: object, owner: type) -> ResourceT: ...
+    def __get__(self, client: object | None, owner: type) -> Self | ResourceT:
+        if client is None:
+            return self
+        import importlib
+
+        module = importlib.import_module(f".resources.{self._module}", __package__)
+        pipeline = client._pipeline  # type: ignore[attr-defined]
+        resource: ResourceT = getattr(module, self._class_name)(pipeline)
+        client.__dict__[self._name] = resource
+        return resource
+
+
+class BaseClient(Generic[PipelineT]):
+    _slots_type: Callable[[int], threading.BoundedSemaphore | anyio.Semaphore]
+    _pipeline: PipelineT
+    _owns_http_client: bool
+    _closed: bool = False
+
+    def _setup(
+        self,
+        pipeline_type: type[PipelineT],
+        http_client_type: type[httpx.Client] | type[httpx.AsyncClient],
+        *,
+        http_client: httpx.Client | httpx.AsyncClient | None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
+        retry_policy: RetryPolicy | None,
+        stream_first_event_timeout: float | None,
+        stream_idle_timeout: float | None,
+        stream_deadline: float | None,
+        max_credits: float | None = None,
+        **settings: Any,
+    ) -> None:
+        config = ClientConfig.resolve(
+            stream_timeouts=StreamTimeouts(
+                stream_first_event_timeout, stream_idle_timeout, stream_deadline
+            ),
+            **settings,
+        )
+        ledger = UsageLedger()
+        credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
+        if http_client is not None and not isinstance(http_client, http_client_type):
+            raise ConfigurationError(
+                f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
+                f"for {type(self).__name__}, got {type(http_client).__name__}"
+            )
+        if http_client is not None and transport is not None:
+            raise ConfigurationError("pass http_client or transport, not both")
+        self._owns_http_client = http_client is None
+        if http_client is None:
+            http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
+        configure_from_env()
+        state = ClientState(
+            budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger
+        )
+        if config.max_concurrency is not None:
+            state.slots = self._slots_type(config.max_concurrency)
+        self._pipeline = pipeline_type(
+            config, http_client, state, retry_policy or RetryPolicy(), transport
+        )
+        self._pipeline.credit_budget = credit_budget
+
+    @property
+    def config(self) -> ClientConfig:
+        """The checked settings (the key is redacted in its repr)."""
+        return self._pipeline.config
+
+    @property
+    def base_url(self) -> httpx.URL:
+        return self.config.base_url
+
+    @property
+    def remaining_credits(self) -> float | None:
+        """The credits left, as the last reply that said so reported (None until one did)."""
+        return self._pipeline.state.remaining_credits
+
+    @property
+    def balance_warning(self) -> bool | None:
+        """Whether the last reply that carried credits warned of a low balance (< 10)."""
+        return self._pipeline.state.balance_warning
+
+    @property
+    def rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the last reply that carried them."""
+        return self._pipeline.state.rate_limit
+
+    @property
+    def usage(self) -> UsageLedger:
+        """What this client and its copies spent, per model and in total (``str()``: a table;
+        ``as_dict()``)."""
+        return self._pipeline.state.ledger
+
+    def with_budget(self, *, max_credits: float) -> Self:
+        """A client sharing this one's connections, memory and usage that refuses calls
+        (`BudgetExceededError`, nothing sent) once it has spent ``max_credits`` from now."""
+        twin = self._copy_with(self.config, None)
+        twin._pipeline.credit_budget = CreditBudget(max_credits, self.usage)
+        return twin
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def with_options(
+        self,
+        *,
+        timeout: TimeoutTypes | object = _KEEP,
+        max_retries: int | object = _KEEP,
+        default_headers: Mapping[str, str] | object = _KEEP,
+        retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool | object = _KEEP,
+        stream_first_event_timeout: float | None = _KEEP,
+        stream_idle_timeout: float | None = _KEEP,
+        stream_deadline: float | None = _KEEP,
+    ) -> Self:
+        """A client with some settings changed, sharing this one's connections, memory and
+        limits."""
+        config = self._options_config(
+            timeout=timeout, max_retries=max_retries, default_headers=default_headers
+        )
+        if auto_idempotency_keys is not _KEEP:
+            config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
+        streams = config.stream_timeouts
+        config = config.with_changes(
+            stream_timeouts=check_stream_timeouts(
+                StreamTimeouts(
+                    streams.first_event
+                    if stream_first_event_timeout is _KEEP
+                    else stream_first_event_timeout,
+                    streams.idle if stream_idle_timeout is _KEEP else stream_idle_timeout,
+                    streams.deadline if stream_deadline is _KEEP else stream_deadline,
+                )
+            )
+        )
+        return self._copy_with(config, retry_policy)
+
+    def _options_config(
+        self,
+        *,
+        timeout: TimeoutTypes | object,
+        max_retries: int | object,
+        default_headers: Mapping[str, str] | object,
+    ) -> ClientConfig:
+        config = self.config
+        changes: dict[str, object] = {}
+        if timeout is not _KEEP:
+            changes["timeout"] = coerce_timeout(timeout)  # type: ignore[arg-type]
+        if max_retries is not _KEEP:
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+                raise ConfigurationError(
+                    f"max_retries must be an integer >= 0, got {max_retries!r}"
+                )
+            changes["max_retries"] = max_retries
+        if default_headers is not _KEEP:
+            changes["default_headers"] = {**config.default_headers, **default_headers}  # type: ignore[dict-item]
+        return config.with_changes(**changes)
+
+    def _copy_with(self, config: ClientConfig, retry: RetryPolicy | None) -> Self:
+        """A client sharing this one's connection pool and memory, with other settings: a new
+        object, so it builds its own resources around its own pipeline."""
+        twin = object.__new__(type(self))
+        pipeline = self._pipeline
+        twin._pipeline = type(pipeline)(
+            config,
+            pipeline.http_client,
+            pipeline.state,
+            retry or pipeline.retry,
+            pipeline.transport,
+            pipeline.credit_budget,
+        )
+        twin._owns_http_client = False  # the original closes the shared pool
+        return twin
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"{type(self).__name__}(base_url={str(self.base_url)!r}, api_key=<redacted>, {state})"
+        )
+
+    def __del__(self) -> None:
+        # Only a warning: closing here could run at any time on any thread, or need an event loop.
+        if getattr(self, "_owns_http_client", False) and not self._closed:
+            warnings.warn(
+                f"{type(self).__name__} was garbage-collected without being closed; "
+                "use `with` or call close()",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )

@@ -1,0 +1,62 @@
+"""Pickling our errors: the request inside (and the response's) with credentials redacted,
+open streams and anything else that cannot be pickled left out. Imported only when an error
+is pickled, so ``import aigateway`` does not load `pickle`."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import httpx
+
+__all__ = ["picklable", "restore_error"]
+
+
+def restore_error(
+    cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]
+) -> BaseException:
+    """Rebuild a pickled error without calling its ``__init__`` (whose arguments differ)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+_SECRET_HEADERS = ("authorization", "proxy-authorization")
+
+
+def picklable(value: Any) -> Any:
+    """``value`` made safe to pickle: requests and replies without credentials or open
+    streams, anything else as is when it pickles, else None."""
+    if isinstance(value, httpx.Request):
+        value = _redacted_request(value)
+    elif isinstance(value, httpx.Response):
+        value = _detached_response(value)
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return None
+    return value
+
+
+def _redacted_request(request: httpx.Request) -> httpx.Request:
+    """A copy of ``request`` (body kept when read, stream left out) whose credentials read
+    ``<scheme> <redacted>``."""
+    clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
+    clone.headers = request.headers.copy()
+    for name in _SECRET_HEADERS:
+        if name in clone.headers:
+            scheme, space, _ = clone.headers[name].strip().partition(" ")
+            clone.headers[name] = f"{scheme} <redacted>" if space else "<redacted>"
+    return clone
+
+
+def _detached_response(response: httpx.Response) -> httpx.Response:
+    """A copy of ``response`` (status, headers, body when read) with a redacted request and
+    no stream or redirect history."""
+    clone = copy.copy(response)
+    clone.history = []
+    if response._request is not None:
+        clone.request = _redacted_request(response._request)
+    return clone

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
     from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
     from .types.services import RunResult
 
@@ -76,6 +77,10 @@ _LAZY = {
     "Model": ".types",
     "ModelList": ".types",
     "RunResult": ".types.services",
+    "run_batch": ".helpers.batch",
+    "arun_batch": ".helpers.batch",
+    "BatchResult": ".helpers.batch",
+    "ItemResult": ".helpers.batch",
 }
 
 
@@ -108,6 +113,7 @@ __all__ = [
     "AsyncClient",
     "AsyncStream",
     "AsyncStreamedResponse",
+    "BatchResult",
     "AuthenticationError",
     "BadRequestError",
     "ChatCompletion",
@@ -123,6 +129,7 @@ __all__ = [
     "InsufficientCreditsError",
     "InternalServerError",
     "InvalidRequestError",
+    "ItemResult",
     "LowBalanceWarning",
     "Message",
     "Model",
@@ -142,4 +149,6 @@ __all__ = [
     "__version__",
     "new_idempotency_key",
     "accumulate",
+    "arun_batch",
+    "run_batch",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -326,15 +328,24 @@ async def test_a_progress_bar_counts_done_failed_and_credits(kind: str, tmp_path
     assert bar.postfixes[-1]["credits"] == f"{results.credits_spent:.4g}"
 
 
-async def test_progress_off_shows_nothing_and_auto_needs_a_terminal(
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_progress_by_default_needs_tqdm_and_a_terminal(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gateway = MockGateway()
     async with in_process_client(kind, gateway) as client:
-        results = await batch(client, [chat_item(0)], progress=False)
-        assert results[0].ok
-        results = await batch(client, [chat_item(1)], progress=None)  # pytest's stderr: no tty
-        assert results[0].ok
+        assert (await batch(client, [chat_item(0)], progress=None))[0].ok  # pytest's stderr
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert (await batch(client, [chat_item(1)], progress=None))[0].ok
+        drawn = terminal.getvalue()
+        assert (await batch(client, [chat_item(2)], progress=False))[0].ok
+    assert ("1/1" in drawn) is HAS_TQDM  # no tqdm: no bar, and no error
+    assert terminal.getvalue() == drawn  # progress=False drew nothing
 
 
 @pytest.mark.skipif(HAS_TQDM, reason="tqdm is installed")

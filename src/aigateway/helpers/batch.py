@@ -222,15 +222,16 @@ class _Pause:
         self.epoch = 0
         self._lock = threading.Lock()
 
-    def began_since(self, epoch: int) -> bool:
-        """Whether a pause began after a request of ``epoch`` went out."""
+    def begin(self, seconds: float, epoch: int) -> bool:
+        """Pause for ``seconds`` from now, unless a pause began after the request of ``epoch``
+        went out (that pause already waits out the window it was refused in); True when it
+        paused."""
         with self._lock:
-            return epoch != self.epoch
-
-    def extend(self, seconds: float) -> None:
-        with self._lock:
+            if epoch != self.epoch:
+                return False
             self.resume_at = max(self.resume_at, self.clock() + seconds)
             self.epoch += 1
+            return True
 
     def remaining(self) -> float:
         with self._lock:
@@ -278,27 +279,25 @@ class _BatchRun:
         self.credits = _Credits(client.remaining_credits)
         self.pause = _Pause(clock)
         self._lock = threading.Lock()
+        self.bar: ProgressBar | None = None
+        self._owns_bar = progress is None or progress is True
         try:
             self.bar = _open_bar(progress, len(self.items), len(self.items) - len(self.pending))
         except BaseException:
             self.close()
             raise
-        self._owns_bar = progress is None or progress is True
 
     def next_try(self, error: BaseException, epoch: int, retries_left: int) -> int | None:
         """The retries an item has left when it is sent again after ``error``, or None to
         give it up. Only a rate limit whose wait was beyond the client's retry cap is tried
-        again: when its request went out before the latest pause began (``epoch``), it was
-        refused in the window that pause waits out, so it goes again without counting;
-        otherwise it pauses the batch for the wait asked and uses the item's one retry."""
+        again. It pauses the batch for the wait asked and uses the item's one retry, unless
+        its request went out before the latest pause began (``epoch``): refused in the window
+        that pause waits out, it goes again without counting."""
         if not isinstance(error, RateLimitError) or error.retry_after is None:
             return None
-        if self.pause.began_since(epoch):
+        if not self.pause.begin(error.retry_after, epoch):
             return retries_left
-        if retries_left < 1:
-            return None
-        self.pause.extend(error.retry_after)
-        return retries_left - 1
+        return retries_left - 1 if retries_left > 0 else None
 
     def finish(self, item: _Item, value: Any, error: BaseException | None) -> None:
         """Record an item's outcome: results, checkpoint line, credits, bar."""
@@ -320,8 +319,8 @@ class _BatchRun:
     def close(self) -> None:
         if self.checkpoint is not None:
             self.checkpoint.close()
-        if getattr(self, "bar", None) is not None and self._owns_bar:
-            self.bar.close()  # type: ignore[union-attr]
+        if self.bar is not None and self._owns_bar:
+            self.bar.close()
 
     def outcome(self) -> BatchResult:
         results = BatchResult(result for result in self.results if result is not None)

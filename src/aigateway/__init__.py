@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
     from .helpers.structured import pydantic_function_tool
     from .helpers.tools import (
         MaxRoundsExceededError,
@@ -98,6 +99,10 @@ _LAZY = {
     "tool": ".helpers.tools",
     "ParsedChatCompletion": ".types.chat",
     "pydantic_function_tool": ".helpers.structured",
+    "run_batch": ".helpers.batch",
+    "arun_batch": ".helpers.batch",
+    "BatchResult": ".helpers.batch",
+    "ItemResult": ".helpers.batch",
 }
 
 
@@ -130,6 +135,7 @@ __all__ = [
     "AsyncClient",
     "AsyncStream",
     "AsyncStreamedResponse",
+    "BatchResult",
     "AuthenticationError",
     "BadRequestError",
     "BudgetExceededError",
@@ -149,6 +155,7 @@ __all__ = [
     "InternalServerError",
     "InvalidRequestError",
     "LengthFinishReasonError",
+    "ItemResult",
     "LowBalanceWarning",
     "Message",
     "Model",
@@ -179,4 +186,6 @@ __all__ = [
     "tool",
     "StructuredOutputError",
     "pydantic_function_tool",
+    "arun_batch",
+    "run_batch",
 ]

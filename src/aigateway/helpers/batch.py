@@ -1,0 +1,473 @@
+"""Batches: many chat requests (or ``/run`` calls, or calls of your own) with bounded concurrency.
+
+    results = aigateway.run_batch(client, [{"model": "gpt-4o-mini", "messages": [...]}, ...])
+    results = await aigateway.arun_batch(async_client, items, concurrency=32)
+
+Both drivers share everything but the waiting (`_BatchRun`): items are checked and keyed up
+front, results come back in input order (`BatchResult`), one item's failure is that item's
+error, a checkpoint file lets an interrupted batch resume, and a progress bar shows what is
+done. The sync driver runs items on a thread pool, the async one in an anyio task group under
+a `CapacityLimiter` (asyncio and trio).
+
+Rate limits: the client already retries a 429 whose wait is within its retry cap. A 429 asking
+for longer is raised at once with ``retry_after``; the batch then holds back every new request
+for that long (one pause for the whole batch, not one per worker) and tries the item once more.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .._optional import require
+from ..errors import InvalidRequestError, RateLimitError, Violation
+from ._checkpoint import Checkpoint, RecordedError
+
+if TYPE_CHECKING:
+    from .._client import AsyncClient, Client
+
+__all__ = ["BatchResult", "ItemResult", "ProgressBar", "RecordedError", "arun_batch", "run_batch"]
+
+BatchKind = Literal["chat", "run"]
+
+
+class ProgressBar(Protocol):
+    """What a batch needs of a progress bar (a ``tqdm`` bar has it)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> object: ...
+
+    def close(self) -> object: ...
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item's outcome: its reply (``value``) or its ``error``, never both."""
+
+    index: int
+    """The item's position in the input."""
+    id: str | int
+    """The item's ``id`` key, else its index: its key in the checkpoint file."""
+    value: Any = None
+    error: BaseException | None = None
+    from_checkpoint: bool = False
+    """True when loaded from the checkpoint file rather than sent in this run."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class BatchResult(list[ItemResult]):
+    """The items' outcomes, in input order."""
+
+    credits_spent: float | None = None
+    """Credits this run spent, as the replies tell (``usage.credits`` of service results, else
+    the fall of ``remaining_credits``); None when no reply told. A chat batch on a client that
+    has not seen its balance yet cannot count its first reply."""
+
+    @property
+    def ok(self) -> list[ItemResult]:
+        """The items that got a reply."""
+        return [result for result in self if result.ok]
+
+    @property
+    def failed(self) -> list[ItemResult]:
+        """The items that ended with an error."""
+        return [result for result in self if not result.ok]
+
+    @property
+    def values(self) -> list[Any]:
+        """Each item's reply, None for a failed one."""
+        return [result.value for result in self]
+
+    def __repr__(self) -> str:
+        return f"<BatchResult {len(self)} items: {len(self.ok)} ok, {len(self.failed)} failed>"
+
+
+@dataclass(frozen=True)
+class _Item:
+    index: int
+    key: str | int
+    payload: Any
+    """What the call gets: the item, without its ``id`` key for chat and run items."""
+    problem: InvalidRequestError | None = None
+
+
+def _chat_call(client: Any, request: Mapping[str, Any]) -> Any:
+    if request.get("stream"):
+        raise InvalidRequestError(
+            [Violation("stream", request["stream"], "a batch collects whole replies; leave it out")]
+        )
+    return client.chat.completions.create(**request)
+
+
+def _run_call(client: Any, request: Mapping[str, Any]) -> Any:
+    rest = {name: value for name, value in request.items() if name not in ("model", "inputs")}
+    return client.run(request.get("model"), request.get("inputs"), **rest)
+
+
+_CALLS: dict[str, Callable[[Any, Any], Any]] = {"chat": _chat_call, "run": _run_call}
+_SHAPES = {
+    "chat": "a dict of chat.completions.create keywords",
+    "run": 'a dict {"model": ..., "inputs": {...}}',
+}
+
+
+def _items(raw: Iterable[Any], kind: str, custom: bool) -> list[_Item]:
+    """Key every item; a bad item gets its error here, a duplicate key stops the batch."""
+    items: list[_Item] = []
+    seen: set[Hashable] = set()
+    for index, item in enumerate(raw):
+        key: str | int = index
+        problem = None
+        if isinstance(item, Mapping) and "id" in item:
+            given = item["id"]
+            if isinstance(given, (str, int)) and not isinstance(given, bool):
+                key = given
+            else:
+                problem = Violation(f"items[{index}].id", given, "an id is a str or an int")
+        if key in seen:
+            raise InvalidRequestError(
+                [
+                    Violation(
+                        f"items[{index}].id",
+                        key,
+                        "ids must be unique (the index is the id of an item without one)",
+                    )
+                ]
+            )
+        seen.add(key)
+        payload = item
+        if not custom:
+            if isinstance(item, Mapping):
+                payload = {name: value for name, value in item.items() if name != "id"}
+            else:
+                problem = Violation(f"items[{index}]", item, f"a {kind} item is {_SHAPES[kind]}")
+        error = InvalidRequestError([problem]) if problem else None
+        items.append(_Item(index, key, payload, error))
+    return items
+
+
+class _Credits:
+    """Credits spent, from what the replies say."""
+
+    def __init__(self, balance: float | None) -> None:
+        self.start = balance
+        self.lowest: float | None = None
+        self.billed = 0.0
+        self.told = False
+
+    def observe(self, value: Any) -> None:
+        billed = getattr(getattr(value, "usage", None), "credits", None)
+        if isinstance(billed, (int, float)):
+            self.billed += billed
+            self.told = True
+            return
+        remaining = getattr(value, "remaining_credits", None)
+        if isinstance(remaining, (int, float)):
+            self.told = True
+            self.start = remaining if self.start is None else max(self.start, remaining)
+            self.lowest = remaining if self.lowest is None else min(self.lowest, remaining)
+
+    @property
+    def spent(self) -> float | None:
+        if not self.told:
+            return None
+        fall = 0.0 if self.start is None or self.lowest is None else self.start - self.lowest
+        return round(self.billed + max(0.0, fall), 10)
+
+
+def _in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _open_bar(progress: bool | ProgressBar | None, total: int, done: int) -> ProgressBar | None:
+    """The bar to show: None for none, tqdm's (notebook-aware) for True, or the caller's."""
+    if progress is None:
+        stderr_tty = sys.stderr is not None and sys.stderr.isatty()
+        shown = importlib.util.find_spec("tqdm") is not None and (stderr_tty or _in_notebook())
+        progress = shown or False
+    if progress is False:
+        return None
+    if progress is True:
+        tqdm = require("tqdm.auto", "progress", "a batch's progress bar").tqdm
+        bar: ProgressBar = tqdm(total=total, initial=done, unit="item", desc="batch")
+        return bar
+    if done:
+        progress.update(done)
+    return progress
+
+
+class _Pause:
+    """When new requests may go again, after a rate limit asked for a wait beyond the cap.
+
+    ``epoch`` counts the pauses, so a 429 can tell whether its request went out before the
+    latest pause began."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.resume_at = float("-inf")
+        self.epoch = 0
+        self._lock = threading.Lock()
+
+    def begin(self, seconds: float, epoch: int) -> bool:
+        """Pause for ``seconds`` from now, unless a pause began after the request of ``epoch``
+        went out (that pause already waits out the window it was refused in); True when it
+        paused."""
+        with self._lock:
+            if epoch != self.epoch:
+                return False
+            self.resume_at = max(self.resume_at, self.clock() + seconds)
+            self.epoch += 1
+            return True
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self.resume_at - self.clock())
+
+
+class _BatchRun:
+    """A batch's state, shared by both drivers: items, results, checkpoint, bar, credits."""
+
+    def __init__(
+        self,
+        client: Client | AsyncClient,
+        items: Iterable[Any],
+        *,
+        kind: BatchKind,
+        call: Callable[[Any, Any], Any] | None,
+        checkpoint: str | PathLike[str] | None,
+        progress: bool | ProgressBar | None,
+        concurrency: int,
+        clock: Callable[[], float],
+    ) -> None:
+        if kind not in _CALLS:
+            raise InvalidRequestError([Violation("kind", kind, "one of 'chat', 'run'")])
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise InvalidRequestError(
+                [Violation("concurrency", concurrency, "an int of at least 1")]
+            )
+        if call is not None and not callable(call):
+            raise InvalidRequestError(
+                [Violation("call", call, "a function (client, item) -> reply")]
+            )
+        self.call = call or _CALLS[kind]
+        self.items = _items(items, kind, custom=call is not None)
+        self.results: list[ItemResult | None] = [None] * len(self.items)
+        self.checkpoint = (
+            Checkpoint(checkpoint, [item.key for item in self.items]) if checkpoint else None
+        )
+        done = self.checkpoint.done if self.checkpoint else {}
+        for item in self.items:
+            if item.key in done:
+                value, error = done[item.key]
+                self.results[item.index] = ItemResult(item.index, item.key, value, error, True)
+        self.pending = [item for item in self.items if item.key not in done]
+        self.failed = sum(1 for r in self.results if r is not None and not r.ok)
+        self.credits = _Credits(client.remaining_credits)
+        self.pause = _Pause(clock)
+        self._lock = threading.Lock()
+        self.bar: ProgressBar | None = None
+        self._owns_bar = progress is None or progress is True
+        try:
+            self.bar = _open_bar(progress, len(self.items), len(self.items) - len(self.pending))
+        except BaseException:
+            self.close()
+            raise
+
+    def next_try(self, error: BaseException, epoch: int, retries_left: int) -> int | None:
+        """The retries an item has left when it is sent again after ``error``, or None to
+        give it up. Only a rate limit whose wait was beyond the client's retry cap is tried
+        again. It pauses the batch for the wait asked and uses the item's one retry, unless
+        its request went out before the latest pause began (``epoch``): refused in the window
+        that pause waits out, it goes again without counting."""
+        if not isinstance(error, RateLimitError) or error.retry_after is None:
+            return None
+        if not self.pause.begin(error.retry_after, epoch):
+            return retries_left
+        return retries_left - 1 if retries_left > 0 else None
+
+    def finish(self, item: _Item, value: Any, error: BaseException | None) -> None:
+        """Record an item's outcome: results, checkpoint line, credits, bar."""
+        with self._lock:
+            self.results[item.index] = ItemResult(item.index, item.key, value, error)
+            if self.checkpoint is not None:
+                self.checkpoint.record(item.key, value, error)
+            if error is None:
+                self.credits.observe(value)
+            else:
+                self.failed += 1
+            if self.bar is not None:
+                postfix: dict[str, object] = {"failed": self.failed}
+                if self.credits.spent is not None:
+                    postfix["credits"] = f"{self.credits.spent:.4g}"
+                self.bar.set_postfix(postfix, refresh=False)
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+        if self.bar is not None and self._owns_bar:
+            self.bar.close()
+
+    def outcome(self) -> BatchResult:
+        results = BatchResult(result for result in self.results if result is not None)
+        results.credits_spent = self.credits.spent
+        return results
+
+
+# -- the sync driver ------------------------------------------------------------------------
+
+
+def run_batch(
+    client: Client,
+    items: Iterable[Any],
+    *,
+    concurrency: int = 8,
+    kind: BatchKind = "chat",
+    call: Callable[[Client, Any], Any] | None = None,
+    checkpoint: str | PathLike[str] | None = None,
+    progress: bool | ProgressBar | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> BatchResult:
+    """Send every item, at most ``concurrency`` at a time (threads); the outcomes in input order.
+
+    ``items`` are dicts of ``chat.completions.create`` keywords, or with ``kind="run"`` dicts
+    ``{"model": ..., "inputs": {...}}`` for ``client.run``; ``call(client, item)`` sends items
+    your own way instead. An ``id`` key names an item (else its index) and is not sent.
+    ``checkpoint`` is a JSON-lines file: items it holds are not sent again. ``progress``: a
+    bar (tqdm) by default when tqdm is installed and stderr is a terminal or in a notebook;
+    False for none, True to require it, or a tqdm-like object. ``sleep`` and ``clock`` time
+    the pause after a long rate limit.
+
+    Ctrl-C lets the requests in flight finish (they are paid for) and record their lines,
+    then re-raises.
+    """
+    batch = _BatchRun(
+        client,
+        items,
+        kind=kind,
+        call=call,
+        checkpoint=checkpoint,
+        progress=progress,
+        concurrency=concurrency,
+        clock=clock,
+    )
+    gate = threading.Lock()
+
+    def send(item: _Item) -> None:
+        retries_left = 1
+        while True:
+            with gate:  # one worker sleeps a pause out; the others then find it over
+                if (pause_left := batch.pause.remaining()) > 0:
+                    sleep(pause_left)
+                epoch = batch.pause.epoch
+            try:
+                if item.problem is not None:
+                    raise item.problem
+                value = batch.call(client, item.payload)
+            except Exception as exc:
+                left = batch.next_try(exc, epoch, retries_left)
+                if left is None:
+                    batch.finish(item, None, exc)
+                    return
+                retries_left = left
+            else:
+                batch.finish(item, value, None)
+                return
+
+    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="aigateway-batch")
+    try:
+        futures = [executor.submit(send, item) for item in batch.pending]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in done:
+            future.result()  # a KeyboardInterrupt (or other BaseException) from a call
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        batch.close()
+    return batch.outcome()
+
+
+# -- the async driver -----------------------------------------------------------------------
+
+
+async def _anyio_sleep(seconds: float) -> None:
+    import anyio
+
+    await anyio.sleep(seconds)
+
+
+async def arun_batch(
+    client: AsyncClient,
+    items: Iterable[Any],
+    *,
+    concurrency: int = 32,
+    kind: BatchKind = "chat",
+    call: Callable[[AsyncClient, Any], Awaitable[Any]] | None = None,
+    checkpoint: str | PathLike[str] | None = None,
+    progress: bool | ProgressBar | None = None,
+    sleep: Callable[[float], Awaitable[None]] = _anyio_sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> BatchResult:
+    """`run_batch` for an `AsyncClient`: at most ``concurrency`` items at a time in an anyio
+    task group (asyncio or trio). Cancelling it cancels the requests in flight; the checkpoint
+    keeps only complete lines."""
+    import anyio
+
+    batch = _BatchRun(
+        client,
+        items,
+        kind=kind,
+        call=call,
+        checkpoint=checkpoint,
+        progress=progress,
+        concurrency=concurrency,
+        clock=clock,
+    )
+    gate = anyio.Lock()
+    limiter = anyio.CapacityLimiter(concurrency)
+
+    async def send(item: _Item) -> None:
+        async with limiter:
+            retries_left = 1
+            while True:
+                async with gate:
+                    if (pause_left := batch.pause.remaining()) > 0:
+                        await sleep(pause_left)
+                    epoch = batch.pause.epoch
+                try:
+                    if item.problem is not None:
+                        raise item.problem
+                    value = batch.call(client, item.payload)
+                    if inspect.isawaitable(value):
+                        value = await value
+                except Exception as exc:
+                    left = batch.next_try(exc, epoch, retries_left)
+                    if left is None:
+                        batch.finish(item, None, exc)
+                        return
+                    retries_left = left
+                else:
+                    batch.finish(item, value, None)
+                    return
+
+    try:
+        async with anyio.create_task_group() as group:
+            for item in batch.pending:
+                group.start_soon(send, item)
+    finally:
+        batch.close()
+    return batch.outcome()

@@ -348,8 +348,11 @@ async def test_progress_by_default_needs_tqdm_and_a_terminal(
     assert terminal.getvalue() == drawn  # progress=False drew nothing
 
 
-@pytest.mark.skipif(HAS_TQDM, reason="tqdm is installed")
-async def test_progress_true_without_tqdm_names_the_extra(kind: str, tmp_path: Path) -> None:
+async def test_progress_true_without_tqdm_names_the_extra(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("tqdm", "tqdm.auto"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
     gateway = MockGateway()
     async with in_process_client(kind, gateway) as client:
         with pytest.raises(ImportError, match=r"aigateway\[progress\]"):

@@ -290,6 +290,10 @@ async def test_a_cancelled_async_batch_leaves_whole_lines(tmp_path: Path) -> Non
 
         async def cancel_at_20(client: AsyncClient, item: dict[str, Any]) -> ChatCompletion:
             if item["messages"][0]["content"] == "item 20":
+                for _ in range(10_000):  # let the other workers finish some items first
+                    if path.exists() and path.read_bytes().count(b"\n"):
+                        break
+                    await anyio.sleep(0)
                 scope.cancel()
             await anyio.sleep(0)
             return await client.chat.completions.create(**item)

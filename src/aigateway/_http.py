@@ -301,7 +301,8 @@ class Pipeline:
             from ._streaming import ChunkDecoder
 
             tally = StreamTally(self.state)
-            decoder = ChunkDecoder(tally.parsing(call.parse), response, timer=timer)
+            decoder = ChunkDecoder(call.parse, response, timer=timer)
+            tally.watch(decoder.tail)
             return (
                 yield from self._open_stream(
                     call, request, response, decoder, tally, attempts, slot
@@ -311,7 +312,7 @@ class Pipeline:
         self.state.observe(response, parsed)
         self.state.ledger.record_reply(parsed)
         if rate_limit is not None and hasattr(parsed, "_rate_limit"):
-            parsed._rate_limit = rate_limit  # a reply model (`CreditsMixin`)
+            parsed._rate_limit = rate_limit  # a reply model (`ReplyMixin`)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
     def _read_and_close(

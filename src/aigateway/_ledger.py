@@ -13,7 +13,7 @@ counted in ``uncounted``). A top-up during the client's life is not seen.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -267,41 +267,41 @@ def attach_fallback(result: Any, info: FallbackInfo) -> None:
     """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
     target = result.parse() if isinstance(result, RawResponse) else result
     if hasattr(target, "_fallback"):
-        target._fallback = info  # a reply model (`CreditsMixin`)
+        target._fallback = info  # a reply model (`ReplyMixin`)
     elif hasattr(target, "__dict__"):
         target.fallback = info  # a stream or socket
 
 
 class StreamTally:
     """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
-    last credits seen (each chunk passes through `parsing`, whatever batch it came in)."""
+    last credits seen, read from the last chunks its decoder keeps (the credits and usage
+    come at the end of a stream), so nothing is added to the per-chunk path."""
 
     def __init__(self, state: ClientState) -> None:
         self._state = state
+        self._tail: Sequence[Any] = ()
         self.model: str | None = None
         self.usage: object = None
         self.remaining_credits: float | None = None
 
-    def parsing(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
-        def parse_and_see(data: bytes) -> Any:
-            chunk = parse(data)
-            model = getattr(chunk, "model", None)
-            if model is not None:
-                self.model = model
-            usage = getattr(chunk, "usage", None)
-            if usage is not None:
-                self.usage = usage
-            credits = getattr(chunk, "remaining_credits", None)
-            if credits is not None:
-                self.remaining_credits = credits
-            return chunk
+    def watch(self, tail: Sequence[Any]) -> None:
+        """Read the stream's outcome from ``tail`` (the decoder's last chunks) at close."""
+        self._tail = tail
 
-        return parse_and_see
+    def _read_tail(self) -> None:
+        for chunk in reversed(list(self._tail)):
+            if self.model is None:
+                self.model = getattr(chunk, "model", None)
+            if self.usage is None:
+                self.usage = getattr(chunk, "usage", None)
+            if self.remaining_credits is None:
+                self.remaining_credits = getattr(chunk, "remaining_credits", None)
 
     def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
         def close() -> None:
             if release is not None:
                 release()
+            self._read_tail()
             self._state.ledger.record_reply(self)
 
         return close

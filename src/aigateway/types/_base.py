@@ -26,6 +26,13 @@ class CreditsMixin(BaseModel):
     """Credits left on the account after this call."""
     balance_warning: bool | None = Field(default=None, alias="_balance_warning")
     """True when the balance is below 10 credits."""
+
+
+class ReplyMixin(CreditsMixin):
+    """A whole reply: its credit fields, and what the client learnt while getting it (the
+    rate-limit headers, what a fallback did). Stream chunks carry only the credit fields: a
+    private attribute costs every instance a Python-level initialisation, too much per chunk."""
+
     _rate_limit: RateLimitInfo | None = PrivateAttr(default=None)
     _fallback: FallbackInfo | None = PrivateAttr(default=None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Generic, Literal, TypeVar
 
-from ._base import CreditsMixin, GatewayModel
+from ._base import CreditsMixin, GatewayModel, ReplyMixin
 
 __all__ = [
     "ChatCompletion",
@@ -110,7 +110,7 @@ class Usage(GatewayModel):
     total_tokens: int = 0
 
 
-class ChatCompletion(CreditsMixin, GatewayModel):
+class ChatCompletion(ReplyMixin, GatewayModel):
     """A whole (non-streamed) chat completion."""
 
     id: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal
 
-from ._base import CreditsMixin, GatewayModel
+from ._base import GatewayModel, ReplyMixin
 
 __all__ = ["Model", "ModelList"]
 
@@ -19,7 +19,7 @@ class Model(GatewayModel):
     owned_by: str | None = None
 
 
-class ModelList(CreditsMixin, GatewayModel):
+class ModelList(ReplyMixin, GatewayModel):
     """The catalogue; iterate it, index it, or read ``data``."""
 
     object: Literal["list"] | str = "list"

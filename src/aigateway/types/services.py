@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 from pydantic import BaseModel, PrivateAttr, model_validator
 
 from ..errors import APIResponseValidationError
-from ._base import CreditsMixin, GatewayModel
+from ._base import GatewayModel, ReplyMixin
 from .files import decode_data_url
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class RunUsage(GatewayModel):
     credits: float | None = None
 
 
-class RunResult(CreditsMixin, GatewayModel):
+class RunResult(ReplyMixin, GatewayModel):
     """The reply of ``POST /run``, whole: metadata, ``output`` as it arrived, billing, credits."""
 
     id: str | None = None

@@ -93,7 +93,7 @@ def test_websocket_streams_the_sse_chunks_then_the_done_frame(
         ws.send(json.dumps(request))
         frames = [json.loads(frame) for frame in ws]
     assert frames[-1] == {"object": "chat.completion.done"}
-    strip = {"id", "_remaining_credits", "_balance_warning"}
+    strip = {"id", "created", "_remaining_credits", "_balance_warning"}  # created: served time
     assert [{k: v for k, v in f.items() if k not in strip} for f in frames[:-1]] == [
         {k: v for k, v in c.items() if k not in strip} for c in sse[:-1]
     ]

@@ -8,7 +8,6 @@ failures and cleans up (closing replies, giving back slots) the same way for bot
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -69,16 +68,10 @@ class SyncPipeline(Pipeline):
 
         return Stream
 
-    def streamed_response(
-        self,
-        call: APICall[Any],
-        response: httpx.Response,
-        attempts: int,
-        on_close: Callable[[], object] | None,
-    ) -> Any:
+    def streamed_response_type(self) -> Any:
         from ._response import StreamedResponse
 
-        return StreamedResponse(response, attempts, call.parse, on_close, self._stream_over(call))
+        return StreamedResponse
 
 
 class AsyncPipeline(Pipeline):
@@ -140,15 +133,7 @@ class AsyncPipeline(Pipeline):
 
         return AsyncStream
 
-    def streamed_response(
-        self,
-        call: APICall[Any],
-        response: httpx.Response,
-        attempts: int,
-        on_close: Callable[[], object] | None,
-    ) -> Any:
+    def streamed_response_type(self) -> Any:
         from ._response import AsyncStreamedResponse
 
-        return AsyncStreamedResponse(
-            response, attempts, call.parse, on_close, self._stream_over(call)
-        )
+        return AsyncStreamedResponse

@@ -417,6 +417,10 @@ class Pipeline:
         """`Stream` or `AsyncStream`."""
         raise NotImplementedError
 
+    def streamed_response_type(self) -> Any:
+        """`StreamedResponse` or `AsyncStreamedResponse`."""
+        raise NotImplementedError
+
     def streamed_response(
         self,
         call: APICall[Any],
@@ -425,7 +429,9 @@ class Pipeline:
         on_close: Callable[[], object] | None,
     ) -> Any:
         """The unread reply of ``with_streaming_response``."""
-        raise NotImplementedError
+        return self.streamed_response_type()(
+            response, attempts, call.parse, on_close, self._stream_over(call)
+        )
 
     def _stream_over(self, call: APICall[Any]) -> Callable[[httpx.Response], Any] | None:
         """For ``with_streaming_response`` on a streamed call: the typed stream over a reply."""

@@ -8,47 +8,17 @@
         )
         print(reply.text)
 
-Import stays cheap: reply types load on first use, and the mock gateway
-(`aigateway.testing`), the CLI and the optional extras load only when imported.
+Import stays cheap: every public name loads on first use (``_LAZY`` says from which module),
+so ``import aigateway`` (and the ``aigateway`` command's ``--help``) loads neither httpx nor
+pydantic; the mock gateway (`aigateway.testing`) and the optional extras load only when
+imported.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._client import AsyncClient, Client
-from ._config import Secret
-from ._http import RawResponse, new_idempotency_key
-from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
-from ._retry import RetryPolicy
 from ._version import __version__
-from .errors import (
-    AIGatewayError,
-    APIConnectionError,
-    APIError,
-    APIResponseValidationError,
-    APIStatusError,
-    APITimeoutError,
-    AuthenticationError,
-    BadRequestError,
-    BudgetExceededError,
-    ConfigurationError,
-    ConflictError,
-    IncompleteStreamError,
-    InsecureBaseURLWarning,
-    InsufficientCreditsError,
-    InternalServerError,
-    InvalidRequestError,
-    LengthFinishReasonError,
-    LowBalanceWarning,
-    NotFoundError,
-    RateLimitError,
-    RateLimitInfo,
-    ServiceUnavailableError,
-    StreamConnectionError,
-    StreamTimeoutError,
-    StructuredOutputError,
-)
 
 if TYPE_CHECKING:
     from ._chat_stream import (
@@ -57,9 +27,41 @@ if TYPE_CHECKING:
         ChatCompletionStream,
         accumulate,
     )
+    from ._client import AsyncClient, Client
+    from ._config import Secret
+    from ._http import RawResponse, new_idempotency_key
+    from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
     from ._response import AsyncStreamedResponse, StreamedResponse
+    from ._retry import RetryPolicy
     from ._streaming import AsyncStream, Stream
     from ._websocket import AsyncChatSocket, ChatSocket
+    from .errors import (
+        AIGatewayError,
+        APIConnectionError,
+        APIError,
+        APIResponseValidationError,
+        APIStatusError,
+        APITimeoutError,
+        AuthenticationError,
+        BadRequestError,
+        BudgetExceededError,
+        ConfigurationError,
+        ConflictError,
+        IncompleteStreamError,
+        InsecureBaseURLWarning,
+        InsufficientCreditsError,
+        InternalServerError,
+        InvalidRequestError,
+        LengthFinishReasonError,
+        LowBalanceWarning,
+        NotFoundError,
+        RateLimitError,
+        RateLimitInfo,
+        ServiceUnavailableError,
+        StreamConnectionError,
+        StreamTimeoutError,
+        StructuredOutputError,
+    )
     from .helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
     from .helpers.structured import pydantic_function_tool
     from .helpers.tools import (
@@ -75,6 +77,41 @@ if TYPE_CHECKING:
     from .types.services import RunResult
 
 _LAZY = {
+    "AsyncClient": "._client",
+    "Client": "._client",
+    "Secret": "._config",
+    "RawResponse": "._http",
+    "new_idempotency_key": "._http",
+    "FailedAttempt": "._ledger",
+    "FallbackInfo": "._ledger",
+    "ModelUsage": "._ledger",
+    "UsageLedger": "._ledger",
+    "RetryPolicy": "._retry",
+    "AIGatewayError": ".errors",
+    "APIConnectionError": ".errors",
+    "APIError": ".errors",
+    "APIResponseValidationError": ".errors",
+    "APIStatusError": ".errors",
+    "APITimeoutError": ".errors",
+    "AuthenticationError": ".errors",
+    "BadRequestError": ".errors",
+    "BudgetExceededError": ".errors",
+    "ConfigurationError": ".errors",
+    "ConflictError": ".errors",
+    "IncompleteStreamError": ".errors",
+    "InsecureBaseURLWarning": ".errors",
+    "InsufficientCreditsError": ".errors",
+    "InternalServerError": ".errors",
+    "InvalidRequestError": ".errors",
+    "LengthFinishReasonError": ".errors",
+    "LowBalanceWarning": ".errors",
+    "NotFoundError": ".errors",
+    "RateLimitError": ".errors",
+    "RateLimitInfo": ".errors",
+    "ServiceUnavailableError": ".errors",
+    "StreamConnectionError": ".errors",
+    "StreamTimeoutError": ".errors",
+    "StructuredOutputError": ".errors",
     "Stream": "._streaming",
     "StreamedResponse": "._response",
     "AsyncStreamedResponse": "._response",
@@ -107,7 +144,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load the heavier names (pydantic models, streams) on first use."""
+    """Load a public name (the client, errors, models, streams) on first use."""
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'aigateway' has no attribute {name!r}")

@@ -198,7 +198,9 @@ class RetryPolicy:
             return self.should_retry(_error_of(state))
 
         def before_sleep(state: RetryCallState) -> None:
-            self._log_retry(_error_of(state), state.attempt_number, state.upcoming_sleep)
+            self._log_retry(
+                _error_of(state), state.attempt_number, state.upcoming_sleep, max_retries
+            )
 
         retrying = Retrying(
             sleep=self.sleep,
@@ -214,7 +216,9 @@ class RetryPolicy:
         return retrying, state
 
     @staticmethod
-    def _log_retry(error: BaseException | None, attempt_number: int, wait: float) -> None:
+    def _log_retry(
+        error: BaseException | None, attempt_number: int, wait: float, max_retries: int
+    ) -> None:
         if logger.isEnabledFor(logging.DEBUG):
             request = getattr(error, "request", None)
             what = (
@@ -229,6 +233,8 @@ class RetryPolicy:
                 what,
                 attempt_number,
                 wait,
+                # for handlers that report retries their own way (the ``aigateway`` command)
+                extra={"retry": (error, attempt_number + 1, max_retries + 1, wait)},
             )
 
 

@@ -1,14 +1,22 @@
 """The ``aigateway`` command: quick calls from a shell, and the mock gateway on a local port.
 
-    aigateway chat "Hello" [--model M] [--stream] [--mock]
-    aigateway models [--mock]
+    aigateway chat [PROMPT] [--system S] [--temperature T] [--max-tokens N] [--model M]
+                   [--stream | --no-stream] [--json]
+    aigateway models [--json]
+    aigateway run MODEL [--input KEY=VALUE ...] [--input-file FILE]
+    aigateway image PROMPT [--model M] [--size WxH] [--output FILE]
     aigateway mock serve [--host H] [--port N] [--rate-limits PRESET] [--credits C]
                          [--accounts N] [--seed S] [--time-to-first-token S] [--token-delay S]
 
-``chat`` and ``models`` use ``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``, or with
-``--mock`` an in-process mock gateway (no key, no network). ``mock serve`` prints the base URL
-and the mock's API keys (and the lines to export them), then serves on the wall clock until
-interrupted (Ctrl-C); a bad option or a busy port is one line on stderr and exit status 2.
+Every command takes the global options ``--api-key``, ``--base-url``, ``--mock`` (an
+in-process mock gateway: no key, no network), ``--debug`` and ``--version``, before or after
+the command's name. Without ``--api-key`` / ``--base-url`` the client reads
+``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``.
+
+Every error is one line on stderr (``aigateway: error: ...``) and exit status 1; bad usage
+(and a port ``mock serve`` cannot serve) is status 2; Ctrl-C is 130; a closed stdout (``|
+head``) is 141, as for the shell's own tools. This module imports the SDK only inside the
+commands, so ``--help`` loads neither httpx nor pydantic.
 """
 
 from __future__ import annotations
@@ -17,37 +25,102 @@ import argparse
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import AIGatewayError
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client
-    from .types.chat_params import UserMessageParam
+    from .types.chat_params import SystemMessageParam, UserMessageParam
 
 __all__ = ["main"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_IMAGE_MODEL = "flux-schnell"
+EXIT_ERROR, EXIT_USAGE, EXIT_PIPE, EXIT_INTERRUPTED = 1, 2, 141, 130
+
+
+class UsageError(Exception):
+    """Bad usage found after parsing (a missing prompt, a malformed ``--input``): status 2."""
+
+
+def _global_options(suppress: bool) -> argparse.ArgumentParser:
+    """The options every command takes. Under a command their defaults are suppressed, so a
+    value given before the command's name is not reset by the command's parser."""
+    default: Any = argparse.SUPPRESS if suppress else None
+    flag: Any = argparse.SUPPRESS if suppress else False
+    options = argparse.ArgumentParser(add_help=False)
+    group = options.add_argument_group("global options")
+    group.add_argument(
+        "--version", action="version", version=f"aigateway {__version__}", help="print the version"
+    )
+    group.add_argument("--api-key", default=default, help="API key (default $AIGATEWAY_API_KEY)")
+    group.add_argument(
+        "--base-url", default=default, help="gateway URL (default $AIGATEWAY_BASE_URL)"
+    )
+    group.add_argument(
+        "--mock", action="store_true", default=flag, help="use an in-process mock gateway"
+    )
+    group.add_argument(
+        "--debug",
+        action="store_true",
+        default=flag,
+        help="log each request, its status and attempts, timings and tracebacks on stderr",
+    )
+    return options
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="aigateway", description="Call the Unified AI Gateway, or serve a mock of it."
+        prog="aigateway",
+        description="Call the Unified AI Gateway, or serve a mock of it.",
+        parents=[_global_options(suppress=False)],
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    common = [_global_options(suppress=True)]
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    chat = commands.add_parser("chat", help="send one chat message and print the reply")
-    chat.add_argument("prompt", help="the user message")
+    chat = commands.add_parser("chat", parents=common, help="send a chat message, print the reply")
+    chat.add_argument(
+        "prompt", nargs="?", help="the user message; '-' or absent: read it from stdin"
+    )
+    chat.add_argument("--system", help="a system message sent before the prompt")
+    chat.add_argument("--temperature", type=float, help="sampling temperature (0 to 2)")
+    chat.add_argument("--max-tokens", type=int, metavar="N", help="the longest reply, in tokens")
     chat.add_argument("--model", default=DEFAULT_MODEL, help=f"model id (default {DEFAULT_MODEL})")
-    chat.add_argument("--stream", action="store_true", help="print the reply as it streams")
-    chat.add_argument("--mock", action="store_true", help="use an in-process mock gateway")
+    chat.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        help="print the reply as it streams (default: when stdout is a terminal)",
+    )
+    chat.add_argument("--json", action="store_true", help="print the whole reply as JSON")
 
-    models = commands.add_parser("models", help="list the chat models")
-    models.add_argument("--mock", action="store_true", help="use an in-process mock gateway")
+    models = commands.add_parser("models", parents=common, help="list the chat models")
+    models.add_argument("--json", action="store_true", help="print the list as JSON")
 
-    mock = commands.add_parser("mock", help="the bundled mock gateway")
-    mock_commands = mock.add_subparsers(dest="mock_command", required=True)
-    serve = mock_commands.add_parser("serve", help="serve the mock gateway over HTTP")
+    run = commands.add_parser("run", parents=common, help="run any service on POST /run")
+    run.add_argument("model", help="the service id, e.g. flux-schnell")
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one input; VALUE is parsed as JSON when it is valid JSON, else taken as a string",
+    )
+    run.add_argument(
+        "--input-file", metavar="FILE", help="a JSON object of inputs ('-' for stdin)"
+    )
+
+    image = commands.add_parser("image", parents=common, help="generate an image and save it")
+    image.add_argument("prompt", help="what the image shows")
+    image.add_argument(
+        "--model", default=DEFAULT_IMAGE_MODEL, help=f"image model (default {DEFAULT_IMAGE_MODEL})"
+    )
+    image.add_argument("--size", metavar="WxH", help="e.g. 1024x1024")
+    image.add_argument("--output", metavar="FILE", help="where to save it (default: <id>.<ext>)")
+
+    mock = commands.add_parser("mock", parents=common, help="the bundled mock gateway")
+    mock_commands = mock.add_subparsers(dest="mock_command", required=True, metavar="COMMAND")
+    serve = mock_commands.add_parser("serve", parents=common, help="serve the mock over HTTP")
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default %(default)s)"
     )
@@ -69,34 +142,112 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _client(mock: bool) -> Client:
-    if mock:
+def _client(args: argparse.Namespace) -> Client:
+    if args.mock:
         from .testing import MockGateway
 
         return MockGateway().client()
     from ._client import Client
 
-    return Client()
+    return Client(api_key=args.api_key, base_url=args.base_url)
+
+
+def _read_stdin() -> str:
+    return sys.stdin.read()
+
+
+def _prompt(args: argparse.Namespace) -> str:
+    if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
+        text = _read_stdin().strip()
+        if not text:
+            raise UsageError("the prompt read from stdin is empty")
+        return text
+    if args.prompt is None:
+        raise UsageError("chat needs a PROMPT (an argument, or text on stdin)")
+    return str(args.prompt)
 
 
 def _chat(args: argparse.Namespace, out: TextIO) -> None:
-    messages: list[UserMessageParam] = [{"role": "user", "content": args.prompt}]
-    with _client(args.mock) as client:
-        if args.stream:
-            with client.chat.completions.stream(model=args.model, messages=messages) as stream:
-                for text in stream.text_stream:
+    messages: list[SystemMessageParam | UserMessageParam] = []
+    if args.system is not None:
+        messages.append({"role": "system", "content": args.system})
+    messages.append({"role": "user", "content": _prompt(args)})
+    options: dict[str, Any] = {}
+    if args.temperature is not None:
+        options["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        options["max_tokens"] = args.max_tokens
+    stream = out.isatty() if args.stream is None else args.stream
+    with _client(args) as client:
+        if stream and not args.json:
+            with client.chat.completions.stream(
+                model=args.model, messages=messages, **options
+            ) as chunks:
+                for text in chunks.text_stream:
                     out.write(text)
                     out.flush()
             out.write("\n")
-        else:
-            out.write(client.chat.completions.create(model=args.model, messages=messages).text)
-            out.write("\n")
+            return
+        reply = client.chat.completions.create(model=args.model, messages=messages, **options)
+        out.write((reply.model_dump_json(indent=2) if args.json else reply.text) + "\n")
 
 
 def _models(args: argparse.Namespace, out: TextIO) -> None:
-    with _client(args.mock) as client:
-        for model in client.models.list():
-            out.write(f"{model.id}\n")
+    with _client(args) as client:
+        models = client.models.list()
+    if args.json:
+        out.write(models.model_dump_json(indent=2) + "\n")
+        return
+    from ._cli_format import models_table
+
+    out.write(models_table([model.model_dump() for model in models]))
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    import json
+
+    inputs: dict[str, Any] = {}
+    if args.input_file is not None:
+        if args.input_file == "-":
+            text = _read_stdin()
+        else:
+            with open(args.input_file, encoding="utf-8") as file:
+                text = file.read()
+        try:
+            loaded = json.loads(text)
+        except ValueError as error:
+            raise UsageError(f"--input-file is not valid JSON: {error}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--input-file holds a JSON object, got {type(loaded).__name__}")
+        inputs.update(loaded)
+    for item in args.input:
+        key, equals, raw = item.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--input takes KEY=VALUE, got {item!r}")
+        try:
+            inputs[key] = json.loads(raw)
+        except ValueError:
+            inputs[key] = raw
+    return inputs
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> None:
+    inputs = _inputs(args)
+    with _client(args) as client:
+        result = client.run(args.model, inputs)
+    out.write(result.model_dump_json(indent=2) + "\n")
+
+
+def _image(args: argparse.Namespace, out: TextIO) -> None:
+    from ._cli_format import image_path
+
+    options: dict[str, Any] = {} if args.size is None else {"size": args.size}
+    with _client(args) as client:
+        result = client.images.generate(model=args.model, prompt=args.prompt, **options)
+        content = result.read()
+    path = image_path(args.output, result.id, content)
+    path.write_bytes(content)
+    out.write(f"{path}\n")
 
 
 def wait_until_interrupted() -> None:
@@ -153,23 +304,73 @@ def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         out.flush()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 an API error, 2 bad usage or a
-    port that cannot be served)."""
-    args = _parser().parse_args(argv)
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        _mock_serve(args, out, sys.stderr)
+    except (ValueError, OSError) as error:
+        _error(str(error))
+        return EXIT_USAGE
+    return 0
+
+
+COMMANDS = {"chat": _chat, "models": _models, "run": _run, "image": _image}
+
+
+def _error(message: str) -> None:
+    """One line on stderr, however many lines the message has."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"aigateway: error: {line}", file=sys.stderr)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from ._cli_format import debug_error, describe_error
+
     out = sys.stdout
     try:
-        if args.command == "chat":
-            _chat(args, out)
-        elif args.command == "models":
-            _models(args, out)
-        else:
-            try:
-                _mock_serve(args, out, sys.stderr)
-            except (ValueError, OSError) as error:
-                print(f"aigateway: error: {error}", file=sys.stderr)
-                return 2
-    except (AIGatewayError, ImportError) as error:
-        print(f"aigateway: error: {error}", file=sys.stderr)
-        return 1
+        if args.command == "mock":
+            return _serve(args, out)
+        COMMANDS[args.command](args, out)
+        out.flush()
+    except UsageError as error:
+        parser.print_usage(sys.stderr)
+        _error(str(error))
+        return EXIT_USAGE
+    except BrokenPipeError:
+        raise
+    except Exception as error:
+        if args.debug:
+            debug_error(error, sys.stderr)
+        _error(describe_error(error))
+        return EXIT_ERROR
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 an error, 2 bad usage or a port
+    that cannot be served, 130 interrupted, 141 stdout closed early)."""
+    try:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        from ._cli_format import reporting
+
+        with reporting(debug=args.debug, err=sys.stderr):
+            return _dispatch(parser, args)
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null, so the interpreter's final flush of the
+    unwritable buffer cannot print a second BrokenPipeError at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a descriptor (captured)
+        pass

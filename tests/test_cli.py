@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import time
 import signal
 import socket
 import subprocess
@@ -34,11 +37,22 @@ def test_chat_streamed_prints_the_same_text(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out == whole
 
 
-def test_models_with_the_mock(capsys: pytest.CaptureFixture[str]) -> None:
+def test_models_with_the_mock_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["models", "--mock"]) == 0
-    ids = capsys.readouterr().out.split()
-    assert len(ids) == 11
-    assert "gpt-4o" in ids
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["ID", "OWNER", "CONTEXT"]
+    assert "CAPABILITIES" in header
+    assert len(rows) == 11
+    gpt4o = next(row.split() for row in rows if row.startswith("gpt-4o "))
+    assert gpt4o[:6] == ["gpt-4o", "openai", "128000", "0.005", "/", "0.015"]
+    assert "vision" in gpt4o[-1]
+
+
+def test_models_json_is_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--mock", "models", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed["data"]) == 11
+    assert listed["data"][0]["context_window"] > 0
 
 
 def test_an_error_is_reported_with_status_1(
@@ -51,8 +65,9 @@ def test_an_error_is_reported_with_status_1(
 
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        cli.main(["chat"])
+        cli.main(["chat", "hi", "--temperature", "warm"])
     assert caught.value.code == 2
+    assert "invalid float value: 'warm'" in capsys.readouterr().err
 
 
 def test_mock_serve_prints_the_url_and_key_and_serves(
@@ -189,3 +204,353 @@ def test_mock_serve_options_and_a_warning_off_loopback(
     assert seen["limits"] == "100"
     assert "warning: serving on 0.0.0.0" in seen["err"]
     assert "anyone" in seen["err"]
+
+
+# The complete command line: every command and option, in-process with --mock.
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def gateways(monkeypatch: pytest.MonkeyPatch) -> list[MockGateway]:
+    """The mock gateways the command creates (one per command), to look at what it sent."""
+    made: list[MockGateway] = []
+    real = cli._client
+
+    def client(args: object) -> aigateway.Client:
+        if not getattr(args, "mock", False):
+            return real(args)  # type: ignore[arg-type]
+        gateway = MockGateway()
+        made.append(gateway)
+        return gateway.client()
+
+    monkeypatch.setattr(cli, "_client", client)
+    return made
+
+
+def sent(gateway: MockGateway) -> dict[str, object]:
+    last_post = [request for request in gateway.requests if request.method == "POST"][-1]
+    body: dict[str, object] = json.loads(last_post.body)
+    return body
+
+
+def test_chat_options_are_sent(
+    capsys: pytest.CaptureFixture[str], gateways: list[MockGateway]
+) -> None:
+    argv = ["chat", "Hi", "--system", "Be brief", "--temperature", "0.5", "--max-tokens", "7"]
+    assert cli.main([*argv, "--model", "gpt-4o", "--mock"]) == 0
+    body = sent(gateways[0])
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief"},
+        {"role": "user", "content": "Hi"},
+    ]
+    assert (body["temperature"], body["max_tokens"], body["model"]) == (0.5, 7, "gpt-4o")
+    assert "stream" not in body  # stdout is not a terminal
+    assert capsys.readouterr().out.strip()
+
+
+@pytest.mark.parametrize("argv", [["chat"], ["chat", "-"]])
+def test_chat_reads_the_prompt_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, gateways: list[MockGateway], argv: list[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from a pipe\n"))
+    assert cli.main([*argv, "--mock"]) == 0
+    assert sent(gateways[0])["messages"] == [{"role": "user", "content": "from a pipe"}]
+
+
+def test_chat_without_a_prompt_on_a_terminal_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    assert cli.main(["chat", "--mock"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "aigateway: error: chat needs a PROMPT (an argument, or text on stdin)\n"
+    )
+
+
+def test_chat_streams_to_a_terminal_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, gateways: list[MockGateway]
+) -> None:
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert cli.main(["chat", "Hello", "--mock"]) == 0
+    assert sent(gateways[0])["stream"] is True
+    assert cli.main(["chat", "Hello", "--mock", "--no-stream"]) == 0
+    assert "stream" not in sent(gateways[1])
+    assert terminal.getvalue().count("\n") == 2
+
+
+def test_chat_json_prints_the_reply_object(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["chat", "Hello", "--mock", "--json"]) == 0
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["object"] == "chat.completion"
+    assert reply["choices"][0]["message"]["content"]
+
+
+def test_a_bad_value_is_the_sdk_message_in_one_line(
+    capsys: pytest.CaptureFixture[str], gateways: list[MockGateway]
+) -> None:
+    assert cli.main(["chat", "Hello", "--mock", "--temperature", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("aigateway: error: invalid request, nothing was sent: temperature=5.0")
+    assert "0 to 2" in err
+    assert gateways[0].requests == []
+
+
+def test_run_merges_inputs_parsing_json_values(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateways: list[MockGateway],
+) -> None:
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text('{"prompt": "from the file", "n": 1, "style": "flat"}')
+    argv = ["run", "flux-schnell", "--input-file", str(inputs), "--input", "n=2"]
+    assert cli.main([*argv, "--input", "prompt=a cat", "--input", "seed=null", "--mock"]) == 0
+    assert sent(gateways[0])["inputs"] == {"prompt": "a cat", "n": 2, "style": "flat", "seed": None}
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"] == "flux-schnell"
+    assert len(result["output"]["images"]) == 2
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"prompt": "piped"}'))
+    assert cli.main(["run", "flux-schnell", "--input-file", "-", "--mock"]) == 0
+    assert sent(gateways[1])["inputs"] == {"prompt": "piped"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message", "status"),
+    [
+        (["--input", "novalue"], "--input takes KEY=VALUE, got 'novalue'", 2),
+        (["--input-file", "-"], "--input-file is not valid JSON", 2),
+        (["--input-file", "/nonexistent/inputs.json"], "No such file or directory", 1),
+    ],
+)
+def test_run_bad_inputs(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
+    status: int,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("[1, 2"))
+    assert cli.main(["run", "flux-schnell", *argv, "--mock"]) == status
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("aigateway: error: ")
+    assert message in err
+
+
+def test_image_is_saved_and_its_path_printed(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateways: list[MockGateway],
+) -> None:
+    target = tmp_path / "cat.png"
+    argv = ["image", "a cat", "--model", "dall-e-3", "--size", "256x256", "--output", str(target)]
+    assert cli.main([*argv, "--mock"]) == 0
+    assert capsys.readouterr().out == f"{target}\n"
+    assert sent(gateways[0]) == {"model": "dall-e-3", "prompt": "a cat", "size": "256x256"}
+    assert target.read_bytes().startswith(b"\x89PNG")
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["image", "a dog", "--mock"]) == 0
+    saved = Path(capsys.readouterr().out.strip())
+    assert saved.suffix == ".png"
+    assert (tmp_path / saved).read_bytes().startswith(b"\x89PNG")
+
+
+def test_version_before_or_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--version"], ["models", "--version"]):
+        with pytest.raises(SystemExit) as caught:
+            cli.main(argv)
+        assert caught.value.code == 0
+        assert capsys.readouterr().out == f"aigateway {aigateway.__version__}\n"
+
+
+def test_global_options_before_or_after_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AIGATEWAY_API_KEY", raising=False)
+    monkeypatch.delenv("AIGATEWAY_BASE_URL", raising=False)
+    gateway = MockGateway()
+    with gateway.serve(port=0) as url:
+        before = ["--api-key", gateway.api_key, "--base-url", url, "models", "--json"]
+        after = ["models", "--json", "--api-key", gateway.api_key, "--base-url", url]
+        for argv in (before, after):
+            assert cli.main(argv) == 0
+            assert len(json.loads(capsys.readouterr().out)["data"]) == 11
+        assert cli.main(["--mock", "models"]) == cli.main(["models", "--mock"]) == 0
+
+
+def test_debug_shows_requests_and_never_the_api_key(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway = MockGateway()
+    with gateway.serve(port=0) as url:
+        monkeypatch.setenv("AIGATEWAY_API_KEY", gateway.api_key)
+        assert cli.main(["--debug", "--base-url", url, "chat", "Hi", "--stream"]) == 0
+        out, err = capsys.readouterr()
+        assert "POST /v1/chat/completions -> 200 (attempt 1)" in err
+        assert "finished in" in err
+        wrong = "sk-not-a-real-key-1234567890"
+        assert cli.main(["chat", "Hi", "--debug", "--base-url", url, "--api-key", wrong]) == 1
+        out2, err2 = capsys.readouterr()
+    for text in (out, err, out2, err2):
+        assert gateway.api_key not in text
+        assert wrong not in text and wrong[-8:] not in text
+    assert "AuthenticationError: status 401, request id " in err2
+    assert "Traceback (most recent call last)" in err2
+    assert err2.splitlines()[-2].startswith("aigateway: error: ")
+
+
+def test_an_unexpected_error_is_one_line_or_a_traceback_with_debug(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object, out: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(cli.COMMANDS, "models", broken)
+    assert cli.main(["models", "--mock"]) == 1
+    assert capsys.readouterr().err == "aigateway: error: unexpected RuntimeError: boom\n"
+    assert cli.main(["models", "--mock", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "aigateway: error: unexpected RuntimeError: boom\n" in err
+
+
+def test_a_refused_connection_says_it_is_retrying(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: connections are refused
+        waits: list[float] = []
+        policy = aigateway.RetryPolicy(sleep=waits.append)
+
+        def client(args: object) -> aigateway.Client:
+            url = f"http://127.0.0.1:{port}/v1"
+            return aigateway.Client(api_key="sk-test", base_url=url, retry_policy=policy)
+
+        monkeypatch.setattr(cli, "_client", client)
+        assert cli.main(["models"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(waits) == 2  # the default: two retries, waits of about 1 s and 2 s
+    assert lines[:2] == [
+        f"aigateway: connection refused, retrying in {waits[0]:.1f} s (attempt 2 of 3)",
+        f"aigateway: connection refused, retrying in {waits[1]:.1f} s (attempt 3 of 3)",
+    ]
+    assert lines[2].startswith("aigateway: error: GET /v1/models failed: ConnectError")
+    assert len(lines) == 3
+
+
+def test_ctrl_c_in_process_is_status_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(args: object, out: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "chat", interrupted)
+    assert cli.main(["chat", "Hi", "--mock"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_every_public_name_imports_and_the_cli_loads_no_sdk() -> None:
+    script = (
+        "import sys, json\n"
+        "import aigateway.cli\n"
+        "cli_loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'pydantic'))\n"
+        "import aigateway\n"
+        "names = aigateway.__all__\n"
+        "exec('from aigateway import ' + ', '.join(names))\n"
+        "missing = sorted(set(names) - set(dir(aigateway)))\n"
+        "print(json.dumps([cli_loaded, missing, len(names)]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=command_env(),
+    )
+    cli_loaded, missing, count = json.loads(out.stdout)
+    assert cli_loaded == []
+    assert missing == []
+    assert count == len(set(aigateway.__all__)) > 60
+
+
+def command_env() -> dict[str, str]:
+    src = str(Path(aigateway.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def aigateway_command(*argv: str, **options: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-m", "aigateway", *argv], text=True, env=command_env(), **options
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
+def test_ctrl_c_during_a_stream_exits_130_without_a_traceback() -> None:
+    server = serve_command("--port", "0", "--token-delay", "0.2", "--rate-limits", "unlimited")
+    try:
+        assert server.stdout is not None
+        exports = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in read_until(server.stdout, "Ctrl-C").splitlines()
+            if line.startswith("export ")
+        )
+        chat = aigateway_command(
+            "chat",
+            "Tell me a long story",
+            "--stream",
+            "--max-tokens",
+            "500",
+            "--base-url",
+            exports["AIGATEWAY_BASE_URL"],
+            "--api-key",
+            exports["AIGATEWAY_API_KEY"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert chat.stdout is not None
+            first = chat.stdout.read(1)  # the stream has started
+            assert first
+            chat.send_signal(signal.SIGINT)
+            _, err = chat.communicate(timeout=10)
+        finally:
+            chat.kill()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=10)
+    assert chat.returncode == 130
+    assert "Traceback" not in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+def test_a_closed_stdout_exits_quietly() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `| head -1` having exited: every write fails with EPIPE
+    try:
+        process = aigateway_command("models", "--mock", stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    _, err = process.communicate(timeout=20)
+    assert err == ""
+    assert process.returncode == 141
+
+
+def test_help_is_quick_to_start() -> None:
+    """Not timed (see bench/cli.py): ``--help`` just works in a fresh process."""
+    started = time.perf_counter()
+    process = aigateway_command("--help", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "mock" in out and "run" in out and "image" in out
+    assert time.perf_counter() - started > 0

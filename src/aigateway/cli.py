@@ -106,9 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="one input; VALUE is parsed as JSON when it is valid JSON, else taken as a string",
     )
-    run.add_argument(
-        "--input-file", metavar="FILE", help="a JSON object of inputs ('-' for stdin)"
-    )
+    run.add_argument("--input-file", metavar="FILE", help="a JSON object of inputs ('-' for stdin)")
 
     image = commands.add_parser("image", parents=common, help="generate an image and save it")
     image.add_argument("prompt", help="what the image shows")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import time
 import signal
 import socket
 import subprocess
@@ -403,7 +402,8 @@ def test_debug_shows_requests_and_never_the_api_key(
         out2, err2 = capsys.readouterr()
     for text in (out, err, out2, err2):
         assert gateway.api_key not in text
-        assert wrong not in text and wrong[-8:] not in text
+        assert wrong not in text
+        assert wrong[-8:] not in text
     assert "AuthenticationError: status 401, request id " in err2
     assert "Traceback (most recent call last)" in err2
     assert err2.splitlines()[-2].startswith("aigateway: error: ")
@@ -547,10 +547,9 @@ def test_a_closed_stdout_exits_quietly() -> None:
 
 
 def test_help_is_quick_to_start() -> None:
-    """Not timed (see bench/cli.py): ``--help`` just works in a fresh process."""
-    started = time.perf_counter()
+    """Not timed here (``python -m bench.cli`` measures it): it works in a fresh process."""
     process = aigateway_command("--help", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
-    assert "mock" in out and "run" in out and "image" in out
-    assert time.perf_counter() - started > 0
+    for command in ("chat", "models", "run", "image", "mock"):
+        assert f"    {command} " in out

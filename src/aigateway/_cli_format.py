@@ -58,7 +58,8 @@ def models_table(models: Sequence[Mapping[str, Any]]) -> str:
     table = [[header[i] for i in kept]] + [[row[i] for i in kept] for row in rows]
     widths = [max(len(line[column]) for line in table) for column in range(len(kept))]
     return "".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() + "\n"
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        + "\n"
         for line in table
     )
 
@@ -89,7 +90,7 @@ def debug_error(error: Exception, err: TextIO) -> None:
         request_id = error.request_id if isinstance(error, APIStatusError) else None
         err.write(
             f"aigateway: debug: {type(error).__name__}: status {status}, "
-            f"request id {request_id}, attempts {error.attempts}\n"
+            f"request id {request_id}, attempts {getattr(error, 'attempts', 1)}\n"
         )
     err.write("".join(traceback.format_exception(error)))
 

@@ -395,7 +395,7 @@ def test_debug_shows_requests_and_never_the_api_key(
         monkeypatch.setenv("AIGATEWAY_API_KEY", gateway.api_key)
         assert cli.main(["--debug", "--base-url", url, "chat", "Hi", "--stream"]) == 0
         out, err = capsys.readouterr()
-        assert "POST /v1/chat/completions -> 200 (attempt 1)" in err
+        assert "POST /v1/chat/completions -> 200 (attempt 1), request id req_" in err
         assert "finished in" in err
         wrong = "sk-not-a-real-key-1234567890"
         assert cli.main(["chat", "Hi", "--debug", "--base-url", url, "--api-key", wrong]) == 1

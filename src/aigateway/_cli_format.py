@@ -124,7 +124,9 @@ class _Reporter(logging.Handler):
                 f"(attempt {attempt} of {attempts})\n"
             )
         elif self.debug:
-            self.err.write(f"aigateway: debug: {record.getMessage()}\n")
+            request_id = getattr(record, "request_id", None)
+            suffix = f", request id {request_id}" if request_id else ""
+            self.err.write(f"aigateway: debug: {record.getMessage()}{suffix}\n")
         self.err.flush()
 
 

@@ -396,6 +396,7 @@ class Pipeline:
                 request.url.path,
                 response.status_code,
                 attempts,
+                extra={"request_id": response.headers.get("x-request-id")},
             )
         return rate_limit
 

@@ -21,10 +21,15 @@ __all__ = [
     "data_uri",
     "error_html",
     "error_repr",
+    "first_choice_text",
     "guarded",
+    "media_html",
     "plain",
+    "rate_limit_text",
     "public_name",
     "shorten",
+    "stream_html",
+    "stream_repr",
     "table",
 ]
 
@@ -90,7 +95,9 @@ def card(
     )
     shown = ""
     if text is not None:
-        shown = f'<pre style="white-space:pre-wrap">{html.escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
+        shown = (
+            f'<pre style="white-space:pre-wrap">{html.escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
+        )
     title = html.escape(public_name(type(obj)))
     return (
         f'<div class="aigateway" style="{_STYLE}"><strong>{title}</strong>'
@@ -127,6 +134,52 @@ def guarded(render: F) -> F:
             return html.escape(fallback) if "html" in render.__name__ else fallback
 
     return safe  # type: ignore[return-value]
+
+
+def rate_limit_text(info: Any) -> str | None:
+    """``59 of 60 left, resets in 30 s`` from a `RateLimitInfo` (None without one)."""
+    if info is None:
+        return None
+    text = f"{info.remaining} of {info.limit} left"
+    seconds = info.seconds_until_reset(time.time())
+    return text if seconds is None else f"{text}, resets in {seconds:.0f} s"
+
+
+def media_html(kind: str, src: str, url: str, not_shown: str | None) -> str:
+    """An ``<img>``, ``<audio>`` or ``<video>`` of ``src`` (a ``data:`` URI), or, when the
+    bytes are not here (``not_shown`` says why), that reason and a link to ``url``."""
+    link = f'<a href="{html.escape(url, quote=True)}">{html.escape(shorten(url, 80))}</a>'
+    if not_shown is not None or not src.startswith("data:"):
+        return f"<p>{html.escape(not_shown or 'not fetched')}: {link}</p>"
+    src = html.escape(src, quote=True)
+    if kind == "image":
+        return f'<img src="{src}" alt="generated image"/>'
+    if kind in ("audio", "video"):
+        return f'<{kind} controls src="{src}"></{kind}>'
+    return f"<p>{link}</p>"
+
+
+# -- streams ------------------------------------------------------------------------------
+
+
+def first_choice_text(chunk: object) -> str:
+    """The text a chat chunk adds to its first choice (``""`` for anything else)."""
+    for choice in getattr(chunk, "choices", None) or ():
+        if getattr(choice, "index", 0) == 0:
+            delta = getattr(choice, "delta", None)
+            return getattr(delta, "content", None) or ""
+    return ""
+
+
+def stream_repr(stream: object, state: str, received: int, text: str) -> str:
+    """``aigateway.Stream(open, 3 chunks, text='Hello')``."""
+    chunks = f"{received} chunk{'' if received == 1 else 's'}"
+    return plain(stream, state, chunks, field("text", text or None))
+
+
+def stream_html(stream: object, state: str, received: int, text: str) -> str:
+    """A stream's state, chunk count and the text so far."""
+    return card(stream, [("state", state), ("chunks", received)], text=text)
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ class Model(GatewayModel):
     created: int | None = None
     owned_by: str | None = None
 
-    def _summary(self) -> list[object]:
+    def _summary(self) -> list[Any]:
         """id, owner, context window, prices and capabilities, as shown in a table."""
         extra = self.model_extra or {}
         return [
@@ -37,7 +37,7 @@ class Model(GatewayModel):
 
     @guarded
     def _repr_html_(self) -> str:
-        return card(self, zip(_COLUMNS, self._summary()))
+        return card(self, zip(_COLUMNS, self._summary(), strict=True))
 
 
 _COLUMNS = ("id", "owner", "context window", "prices", "capabilities")

@@ -71,12 +71,11 @@ async def test_a_chunk_and_a_stream_show_their_state_and_text(kind: str) -> None
     assert "<pre" in first._repr_html_()
 
 
-async def test_a_stream_closed_early_says_so(kind: str) -> None:
-    gateway = MockGateway()
-    async with in_process_client(kind, gateway) as client:
-        stream = await chat(client, stream=True)
+def test_a_stream_closed_early_says_so() -> None:
+    with MockGateway().client() as client:
+        stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
         assert "Stream(open, 1 chunk)" in repr(stream)  # the first chunk is read ahead
-        await resolve(stream.close())
+        stream.close()
     assert "Stream(closed, 1 chunk)" in repr(stream)
     assert "closed" in stream._repr_html_()
 

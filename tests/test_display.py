@@ -48,8 +48,10 @@ async def test_a_reply_shows_its_text_escaped(kind: str) -> None:
     assert text.startswith("aigateway.ChatCompletion(model='gpt-4o-mini', text=\"<script>")
     assert len(text) < 160  # short: the text is cut
     page = reply._repr_html_()
-    assert "<script>" not in page and "&lt;script&gt;" in page
-    assert "gpt-4o-mini" in page and "remaining credits" in page
+    assert "<script>" not in page
+    assert "&lt;script&gt;" in page
+    assert "gpt-4o-mini" in page
+    assert "remaining credits" in page
 
 
 async def test_a_chunk_and_a_stream_show_their_state_and_text(kind: str) -> None:
@@ -65,7 +67,9 @@ async def test_a_chunk_and_a_stream_show_their_state_and_text(kind: str) -> None
         )
         assert HOSTILE in repr(stream)  # the plain repr is text, not HTML
         page = stream._repr_html_()
-        assert "<script>" not in page and "&lt;script&gt;" in page and "finished" in page
+        assert "<script>" not in page
+        assert "&lt;script&gt;" in page
+        assert "finished" in page
     first = next(c for c in chunks if c.choices and c.choices[0].delta.content)
     assert repr(first).startswith("aigateway.ChatCompletionChunk(id=")
     assert "<pre" in first._repr_html_()
@@ -112,17 +116,20 @@ async def test_models_show_as_a_table_and_a_short_repr(kind: str) -> None:
     assert repr(models).startswith(f"aigateway.ModelList({len(models)} models: gpt-4o, ")
     assert repr(models).endswith(", ...)")
     page = models._repr_html_()
-    assert page.startswith("<table>") and page.count("<tr>") == len(models) + 1
+    assert page.startswith("<table>")
+    assert page.count("<tr>") == len(models) + 1
     for column in ("id", "owner", "context window", "prices", "capabilities"):
         assert f"<th>{column}</th>" in page
-    assert "vision" in page and "per 1k credits" in page
+    assert "vision" in page
+    assert "per 1k credits" in page
     assert repr(models[0]) == "aigateway.Model('gpt-4o', owner='openai', context=128000)"
 
 
 def test_hostile_model_fields_are_escaped() -> None:
     hostile = Model(id=HOSTILE, owned_by=HOSTILE, capabilities={HOSTILE: True})
     for page in (ModelList(data=[hostile])._repr_html_(), hostile._repr_html_()):
-        assert "<script>" not in page and "&lt;script&gt;" in page
+        assert "<script>" not in page
+        assert "&lt;script&gt;" in page
 
 
 async def test_a_client_shows_credits_and_rate_limit_never_the_key(kind: str) -> None:
@@ -136,7 +143,9 @@ async def test_a_client_shows_credits_and_rate_limit_never_the_key(kind: str) ->
     assert gateway.api_key not in shown
     assert "api_key=<redacted>" in repr(client)
     assert repr(client).startswith(f"aigateway.{type(client).__name__}(base_url=")
-    assert "remaining credits" in shown and "rate limit" in shown and "of 60 left" in shown
+    assert "remaining credits" in shown
+    assert "rate limit" in shown
+    assert "of 60 left" in shown
 
 
 async def test_errors_show_status_code_request_id_and_what_to_do(kind: str) -> None:
@@ -147,7 +156,9 @@ async def test_errors_show_status_code_request_id_and_what_to_do(kind: str) -> N
     error = caught.value
     assert repr(error).startswith("aigateway.AuthenticationError(status=401, code=")
     page = error._repr_html_()
-    assert "401" in page and "Check the API key" in page and "what to do" in page
+    assert "401" in page
+    assert "Check the API key" in page
+    assert "what to do" in page
     assert "wrong" not in page
 
 
@@ -158,7 +169,9 @@ async def test_a_rate_limit_error_says_to_wait(kind: str) -> None:
         with pytest.raises(RateLimitError) as caught:
             await chat(client)
     page = caught.value._repr_html_()
-    assert "429" in page and "Wait, then slow down" in page and "resets in" in page
+    assert "429" in page
+    assert "Wait, then slow down" in page
+    assert "resets in" in page
 
 
 def status_error(cls: type[APIStatusError], status: int, message: str) -> APIStatusError:
@@ -183,7 +196,8 @@ def status_error(cls: type[APIStatusError], status: int, message: str) -> APISta
 def test_every_error_is_escaped_and_has_a_hint(error: Exception, hint: str) -> None:
     page = error._repr_html_()  # type: ignore[attr-defined]
     assert hint in page
-    assert "<script>" not in page and "<1>" not in page
+    assert "<script>" not in page
+    assert "<1>" not in page
     assert repr(error).startswith(f"aigateway.{type(error).__name__}(")
 
 
@@ -205,10 +219,12 @@ async def test_an_image_is_fetched_once_on_first_display(kind: str) -> None:
         if kind == "async":
             assert image._repr_png_() is None
             page = image._repr_html_()
-            assert "not fetched: call await result.aread()" in page and "<img" not in page
+            assert "not fetched: call await result.aread()" in page
+            assert "<img" not in page
             await image.aread()  # then it shows
         png = image._repr_png_()
-        assert png is not None and png.startswith(b"\x89PNG")
+        assert png is not None
+        assert png.startswith(b"\x89PNG")
         assert image._repr_html_() is None  # Jupyter shows the PNG
         image._repr_png_()
         assert len(gateway.requests) - sent == 1  # fetched once, then kept
@@ -221,7 +237,8 @@ async def test_audio_shows_inline_from_its_bytes(kind: str) -> None:
         if kind == "async":
             await speech.aread()
         page = speech._repr_html_()
-    assert '<audio controls src="data:audio/wav;base64,' in page and "tts-1" in page
+    assert '<audio controls src="data:audio/wav;base64,' in page
+    assert "tts-1" in page
 
 
 async def test_a_failed_fetch_says_so_instead_of_a_broken_image() -> None:

@@ -312,7 +312,8 @@ def test_jupyter_reprs() -> None:
         assert '<video controls src="data:video/mp4;base64,' in video._repr_html_()
     unbound = ImageResult.model_validate({"image_url": "http://elsewhere.test/a.png"})
     assert unbound._repr_png_() is None
-    assert "not fetched" in unbound._repr_html_() and "<img" not in unbound._repr_html_()
+    assert "not fetched" in unbound._repr_html_()
+    assert "<img" not in unbound._repr_html_()
     with pytest.raises(TypeError, match="not bound to a client"):
         unbound.read()
 

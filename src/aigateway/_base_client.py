@@ -17,6 +17,7 @@ from ._config import (
     check_stream_timeouts,
     coerce_timeout,
 )
+from ._display import card, field, guarded, plain, rate_limit_text
 from ._http import Pipeline
 from ._ledger import CreditBudget, UsageLedger
 from ._limits import RequestBudget
@@ -226,11 +227,24 @@ class BaseClient(Generic[PipelineT]):
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
 
+    def _display_fields(self) -> list[tuple[str, object]]:
+        """What a repr shows: never the key, and nothing that needs a request."""
+        return [
+            ("base_url", str(self.base_url)),
+            ("state", "closed" if self._closed else "open"),
+            ("remaining_credits", self.remaining_credits),
+            ("rate_limit", rate_limit_text(self.rate_limit)),
+        ]
+
+    @guarded
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return (
-            f"{type(self).__name__}(base_url={str(self.base_url)!r}, api_key=<redacted>, {state})"
-        )
+        base_url, *rest = (field(name, value) for name, value in self._display_fields())
+        return plain(self, base_url, "api_key=<redacted>", *rest)
+
+    @guarded
+    def _repr_html_(self) -> str:
+        shown = [(name.replace("_", " "), value) for name, value in self._display_fields()]
+        return card(self, [*shown, ("API key", "set (never shown)")])
 
     def __del__(self) -> None:
         # Only a warning: closing here could run at any time on any thread, or need an event loop.

@@ -30,6 +30,7 @@ from typing import Generic, cast
 
 from typing_extensions import TypeVar
 
+from ._display import guarded, stream_html, stream_repr
 from ._streaming import AsyncChunkIterator, AsyncStream, Stream, SyncChunkIterator
 from .errors import IncompleteStreamError
 from .types.chat import (
@@ -235,6 +236,8 @@ async def aaccumulate(chunks: AsyncIterable[ChatCompletionChunk]) -> ChatComplet
 
 
 class _ChatStreamBase(Generic[CompletionT]):
+    stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk]
+
     def __init__(self, finish: Callable[[ChatCompletion], CompletionT] | None) -> None:
         self.accumulator = ChatCompletionAccumulator()
         """What has been received so far; ``accumulator.completion()`` is the snapshot."""
@@ -251,6 +254,16 @@ class _ChatStreamBase(Generic[CompletionT]):
         """The completion rebuilt from the chunks received so far."""
         return self.accumulator.completion()
 
+    @guarded
+    def __repr__(self) -> str:
+        text = self.accumulator.completion().text
+        return stream_repr(self, self.stream.state, self.accumulator.received, text)
+
+    @guarded
+    def _repr_html_(self) -> str:
+        text = self.accumulator.completion().text
+        return stream_html(self, self.stream.state, self.accumulator.received, text)
+
 
 class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatCompletionChunk]):
     """A streamed chat completion that adds its chunks up as they come.
@@ -265,7 +278,7 @@ class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatC
         finish: Callable[[ChatCompletion], CompletionT] | None = None,
     ) -> None:
         super().__init__(finish)
-        self.stream = stream
+        self.stream: Stream[ChatCompletionChunk] = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
 
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
@@ -311,7 +324,7 @@ class AsyncChatCompletionStream(
         finish: Callable[[ChatCompletion], CompletionT] | None = None,
     ) -> None:
         super().__init__(finish)
-        self.stream = stream
+        self.stream: AsyncStream[ChatCompletionChunk] = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
 
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:

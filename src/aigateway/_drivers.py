@@ -38,9 +38,10 @@ class SyncPipeline(Pipeline):
         except StopIteration as done:
             return done.value
 
-    def fetch(self, url: str) -> bytes:
-        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
-        data: bytes = self.request(fetch_call(url))
+    def fetch(self, url: str, *, timeout: float | None = None) -> bytes:
+        """The bytes at ``url`` (a file result), with this client's retries and timeouts, or
+        in one attempt within ``timeout`` seconds."""
+        data: bytes = self.request(fetch_call(url, timeout))
         return data
 
     def _perform(self, command: Any) -> Any:
@@ -95,9 +96,10 @@ class AsyncPipeline(Pipeline):
         except StopIteration as done:
             return done.value
 
-    async def fetch(self, url: str) -> bytes:
-        """The bytes at ``url`` (a file result), with this client's retries and timeouts."""
-        data: bytes = await self.request(fetch_call(url))
+    async def fetch(self, url: str, *, timeout: float | None = None) -> bytes:
+        """The bytes at ``url`` (a file result), with this client's retries and timeouts, or
+        in one attempt within ``timeout`` seconds."""
+        data: bytes = await self.request(fetch_call(url, timeout))
         return data
 
     async def _perform(self, command: Any) -> Any:

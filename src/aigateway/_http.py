@@ -449,9 +449,13 @@ class Pipeline:
         return open_stream
 
 
-def fetch_call(url: str) -> APICall[bytes]:
-    """A GET of a file result's URL (the key goes only to the gateway's own host)."""
-    return APICall("GET", url, parse=bytes, options={"extra_headers": {"Accept": "*/*"}})
+def fetch_call(url: str, timeout: float | None = None) -> APICall[bytes]:
+    """A GET of a file result's URL (the key goes only to the gateway's own host); with a
+    ``timeout``, one attempt within it (showing a result in a notebook must not hang)."""
+    options: RequestOptions = {"extra_headers": {"Accept": "*/*"}}
+    if timeout is not None:
+        options = {**options, "timeout": timeout, "max_retries": 0}
+    return APICall("GET", url, parse=bytes, options=options)
 
 
 def _model_of(body: bytes | None) -> str | None:

@@ -30,6 +30,7 @@ import httpx
 
 from ._classify import error_event, read_json, request_failed
 from ._closing import AsyncClosing, Closing
+from ._display import first_choice_text, guarded, stream_html, stream_repr
 from ._sse import SSEDecodeError, SSEDecoder
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimer
 from .errors import (
@@ -278,13 +279,34 @@ class _StreamBase(Generic[T]):
         """Chunks the pipeline read before handing the stream over (up to the first one)."""
         self._on_chunk = on_chunk
         self._on_close = on_close
+        self._texts: list[str] = []
+        """The first choice's text deltas so far, for the repr."""
 
     @property
     def received(self) -> int:
         """How many chunks have arrived so far."""
         return self._decoder.received
 
+    @property
+    def state(self) -> str:
+        """``open``, ``finished`` (every chunk arrived) or ``closed`` (before the end)."""
+        if self._decoder.done:
+            return "finished"
+        return "closed" if self.response.is_closed else "open"
+
+    @guarded
+    def __repr__(self) -> str:
+        return stream_repr(self, self.state, self.received, "".join(self._texts))
+
+    @guarded
+    def _repr_html_(self) -> str:
+        return stream_html(self, self.state, self.received, "".join(self._texts))
+
     def _observe(self, chunks: list[T]) -> None:
+        for chunk in chunks:
+            text = first_choice_text(chunk)
+            if text:
+                self._texts.append(text)
         if self._on_chunk is not None:
             self._on_chunk(self.response, chunks[-1])
 

@@ -112,6 +112,16 @@ class AIGatewayError(Exception):
         state = {name: picklable(value) for name, value in self.__dict__.items()}
         return (restore_error, (type(self), self.args, state))
 
+    def __repr__(self) -> str:
+        from ._display import error_repr, guarded
+
+        return guarded(error_repr)(self)
+
+    def _repr_html_(self) -> str | None:
+        from ._display import error_html, guarded
+
+        return guarded(error_html)(self)
+
 
 class ConfigurationError(AIGatewayError, ValueError):
     """The client was given settings it cannot work with (raised at construction)."""

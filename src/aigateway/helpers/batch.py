@@ -193,6 +193,14 @@ def _in_notebook() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
+def _bar_module() -> str:
+    """tqdm's widget bar in a notebook with ipywidgets; its text bar elsewhere (quietly, where
+    ``tqdm.auto`` would warn that ipywidgets is missing)."""
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        return "tqdm.notebook"
+    return "tqdm"
+
+
 def _open_bar(progress: bool | ProgressBar | None, total: int, done: int) -> ProgressBar | None:
     """The bar to show: None for none, tqdm's (notebook-aware) for True, or the caller's."""
     if progress is None:
@@ -202,7 +210,7 @@ def _open_bar(progress: bool | ProgressBar | None, total: int, done: int) -> Pro
     if progress is False:
         return None
     if progress is True:
-        tqdm = require("tqdm.auto", "progress", "a batch's progress bar").tqdm
+        tqdm = require(_bar_module(), "progress", "a batch's progress bar").tqdm
         bar: ProgressBar = tqdm(total=total, initial=done, unit="item", desc="batch")
         return bar
     if done:

@@ -34,8 +34,8 @@ from ._base import (
 
 if TYPE_CHECKING:
     from .._http import RawResponse
+    from ..types._media_file import Fetch
     from ..types.chat_params import RequestOptions
-    from ..types.services import Fetch
 
 __all__ = [
     "AsyncServiceResource",

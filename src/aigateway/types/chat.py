@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Generic, Literal, TypeVar
 
+from .._display import card, field, guarded, plain, table
 from ._base import CreditsMixin, GatewayModel, ReplyMixin
 
 __all__ = [
@@ -125,6 +126,17 @@ class ChatCompletion(ReplyMixin, GatewayModel):
         """The first choice's content, or ``""`` when it has none (a tool call, say)."""
         return (self.choices[0].message.content or "") if self.choices else ""
 
+    @guarded
+    def __repr__(self) -> str:
+        finish = self.choices[0].finish_reason if self.choices else None
+        tokens = self.usage.total_tokens if self.usage else None
+        parts = (field("model", self.model), field("text", self.text), field("finish", finish))
+        return plain(self, *parts, field("tokens", tokens))
+
+    @guarded
+    def _repr_html_(self) -> str:
+        return card(self, _reply_fields(self), text=self.text, body=_calls_html(self))
+
 
 class ToolCallFunctionDelta(GatewayModel):
     """A fragment of a streamed function call: the name comes first, the arguments in pieces."""
@@ -172,6 +184,21 @@ class ChatCompletionChunk(CreditsMixin, GatewayModel):
     choices: list[ChunkChoice] = []
     usage: Usage | None = None
 
+    @property
+    def _delta_text(self) -> str:
+        return "".join(c.delta.content or "" for c in self.choices if c.index == 0)
+
+    @guarded
+    def __repr__(self) -> str:
+        finish = next((c.finish_reason for c in self.choices if c.finish_reason), None)
+        parts = (field("delta", self._delta_text), field("finish", finish))
+        return plain(self, field("id", self.id or None), *parts)
+
+    @guarded
+    def _repr_html_(self) -> str:
+        finish = next((c.finish_reason for c in self.choices if c.finish_reason), None)
+        return card(self, [("id", self.id), ("finish reason", finish)], text=self._delta_text)
+
 
 ResponseFormatT = TypeVar("ResponseFormatT")
 """What ``parse`` turns a reply's content into (the ``response_format`` type)."""
@@ -211,3 +238,37 @@ class ParsedChatCompletion(ChatCompletion, Generic[ResponseFormatT]):
     """A chat completion whose every choice's content was parsed (``message.parsed``)."""
 
     choices: list[ParsedChoice[ResponseFormatT]]  # type: ignore[assignment]
+
+    @property
+    def _parsed(self) -> Any:
+        return self.choices[0].message.parsed if self.choices else None
+
+    @guarded
+    def __repr__(self) -> str:
+        return plain(self, field("model", self.model), field("parsed", self._parsed))
+
+    @guarded
+    def _repr_html_(self) -> str:
+        fields = [*_reply_fields(self), ("parsed", self._parsed)]
+        return card(self, fields, text=self.text, body=_calls_html(self))
+
+
+def _reply_fields(reply: ChatCompletion) -> list[tuple[str, object]]:
+    finish = reply.choices[0].finish_reason if reply.choices else None
+    usage = reply.usage
+    tokens = f"{usage.prompt_tokens} in, {usage.completion_tokens} out" if usage else None
+    return [
+        ("model", reply.model),
+        ("id", reply.id),
+        ("finish reason", finish),
+        ("tokens", tokens),
+        ("remaining credits", reply.remaining_credits),
+    ]
+
+
+def _calls_html(reply: ChatCompletion) -> str:
+    """The first choice's tool calls, as a table (empty without any)."""
+    calls = (reply.choices[0].message.tool_calls or []) if reply.choices else []
+    if not calls:
+        return ""
+    return table(["tool", "arguments"], [(c.function.name, c.function.arguments) for c in calls])

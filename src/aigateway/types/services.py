@@ -16,27 +16,19 @@ cannot do without (an image without ``image_url``) is an `APIResponseValidationE
 
 Image, audio and video results (and stored objects) are `MediaFile`\\ s: ``read()`` /
 ``save(path)`` (``await aread()`` / ``await asave(path)`` from an `AsyncClient`) fetch the file
-with the client that made the call, and Jupyter shows them inline.
+with the client that made the call, and Jupyter shows them inline (fetched once, on first
+display, from a `Client`; a result of an `AsyncClient` says to ``await result.aread()`` first).
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import inspect
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, PrivateAttr, model_validator
+from pydantic import model_validator
 
-from ..errors import APIResponseValidationError
+from .._display import card, field, guarded, plain, table
 from ._base import GatewayModel, ReplyMixin
-from .files import decode_data_url
-
-if TYPE_CHECKING:
-    import os
-
+from ._media_file import MediaFile
 
 __all__ = [
     "DatabaseResult",
@@ -109,127 +101,34 @@ class RunResult(ReplyMixin, GatewayModel):
             return {**data, "output": {k: v for k, v in data.items() if k not in _RUN_FIELDS}}
         return data
 
+    def _display_fields(self) -> list[tuple[str, Any]]:
+        usage = self.usage
+        billed = f"{usage.quantity} {usage.unit}, {usage.credits} credits" if usage else None
+        return [
+            ("model", self.model),
+            ("category", self.category),
+            ("billed", billed),
+            ("remaining credits", self.remaining_credits),
+        ]
 
-Fetch = Union[Callable[[str], bytes], Callable[[str], Awaitable[bytes]]]
-"""How a file result gets its bytes: ``fetch(url)``, blocking or awaitable (the pipeline of the
-client that made the call, with its retries, timeouts and connection pool)."""
+    def _output_items(self) -> list[tuple[str, Any]]:
+        output = self.output
+        return list(output.items()) if isinstance(output, dict) else [("output", output)]
 
+    @guarded
+    def __repr__(self) -> str:
+        shown = [field(name, value) for name, value in self._output_items()[:_REPR_FIELDS]]
+        return plain(self, field("model", self.model), *shown)
 
-class MediaFile(BaseModel):
-    """A result that is a file at a URL (``data:`` or ``http(s)``): read it, save it, show it.
-
-    ``read()`` and ``save(path)`` fetch an http URL with the `Client` that made the call (its
-    timeout, retries and connection pool; the API key goes only to the gateway's own host);
-    results of an `AsyncClient` use ``await aread()`` / ``await asave(path)``. ``data:`` URLs
-    decode locally. The bytes are kept after the first read. Showing a result (its repr, in a
-    notebook) never fetches anything.
-    """
-
-    _url_field: ClassVar[str] = "url"
-    _media_kind: ClassVar[str] = "file"
-    _fetch: Fetch | None = PrivateAttr(default=None)
-    _content: bytes | None = PrivateAttr(default=None)
-
-    @property
-    def file_url(self) -> str:
-        """The URL of the file."""
-        url: str = getattr(self, self._url_field)
-        return url
-
-    def bind(self, fetch: Fetch) -> None:
-        """Fetch this file with ``fetch(url)``, a function returning its bytes or an awaitable
-        of them (done for you on results a client returned)."""
-        self._fetch = fetch
-
-    def _decoded(self) -> bytes | None:
-        try:
-            decoded = decode_data_url(self.file_url)
-        except ValueError as exc:
-            raise APIResponseValidationError(
-                f"the {self._url_field} of this result is a malformed data: URL ({exc})",
-                body=self.file_url.encode(),
-            ) from None
-        return None if decoded is None else decoded[0]
-
-    def _fetcher(self, want_async: bool) -> Any:
-        fetch = self._fetch
-        if fetch is None:
-            raise TypeError(
-                f"this result is not bound to a client, so {self.file_url!r} cannot be fetched; "
-                "call result.bind(fetch) first"
-            )
-        if inspect.iscoroutinefunction(fetch) != want_async:
-            maker, use = (
-                ("a Client", "result.read() / save()")
-                if want_async
-                else ("an AsyncClient", "await result.aread() / asave()")
-            )
-            raise TypeError(f"this result came from {maker}; use {use}")
-        return fetch
-
-    def read(self) -> bytes:
-        """The file's bytes (fetched once, then kept)."""
-        if self._content is None:
-            decoded = self._decoded()
-            if decoded is None:
-                decoded = self._fetcher(want_async=False)(self.file_url)
-            self._content = decoded
-        return self._content
-
-    async def aread(self) -> bytes:
-        """The file's bytes, for results of an `AsyncClient` (fetched once, then kept)."""
-        if self._content is None:
-            decoded = self._decoded()
-            if decoded is None:
-                decoded = await self._fetcher(want_async=True)(self.file_url)
-            self._content = decoded
-        return self._content
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the file to ``path``; returns the path."""
-        target = Path(path)
-        target.write_bytes(self.read())
-        return target
-
-    async def asave(self, path: str | os.PathLike[str]) -> Path:
-        """Write the file to ``path`` (results of an `AsyncClient`); returns the path."""
-        import anyio
-
-        data = await self.aread()
-        await anyio.Path(path).write_bytes(data)
-        return Path(path)
-
-    def _available_bytes(self) -> bytes | None:
-        """The bytes if they are here already (read before, or a ``data:`` URL), else None:
-        a repr never makes a request."""
-        if self._content is not None:
-            return self._content
-        try:
-            return self._decoded()
-        except APIResponseValidationError:  # a repr must not raise: fall back to the URL
-            return None
-
+    @guarded
     def _repr_html_(self) -> str | None:
-        content = self._content
-        src = self.file_url
-        if content is not None and not src.startswith("data:"):
-            mime = _mime_of(content, self._media_kind)
-            src = f"data:{mime};base64,{base64.b64encode(content).decode('ascii')}"
-        src = html.escape(src, quote=True)
-        if self._media_kind == "audio":
-            return f'<audio controls src="{src}"></audio>'
-        if self._media_kind == "video":
-            return f'<video controls src="{src}"></video>'
-        if self._media_kind == "image":
-            return f'<img src="{src}" alt="generated image"/>'
-        return f'<a href="{src}">{html.escape(self.file_url[:80])}</a>'
+        media = self._media_html() if isinstance(self, MediaFile) else ""
+        output = table(["output", "value"], self._output_items())
+        return card(self, self._display_fields(), body=media + output)
 
 
-def _mime_of(content: bytes, kind: str) -> str:
-    from .files import sniff_mime
-
-    mime = sniff_mime(content)
-    return f"{kind}/*" if mime == "application/octet-stream" else mime
+_REPR_FIELDS = 3
+"""How many of a result's output fields its plain repr shows."""
 
 
 class ImageResult(RunResult, MediaFile):
@@ -248,12 +147,17 @@ class ImageResult(RunResult, MediaFile):
     """``<width>x<height>``."""
 
     def _repr_png_(self) -> bytes | None:
-        content = self._available_bytes()
+        content = self._display_bytes()
         return content if content is not None and content.startswith(b"\x89PNG") else None
 
+    def _repr_jpeg_(self) -> bytes | None:
+        content = self._display_bytes()
+        return content if content is not None and content.startswith(b"\xff\xd8\xff") else None
+
     def _repr_html_(self) -> str | None:
-        # Jupyter shows the PNG when there is one; the <img> tag is the fallback.
-        return None if self._repr_png_() is not None else super()._repr_html_()
+        # Jupyter shows the PNG or JPEG when there is one; the HTML is the fallback.
+        shown = self._repr_png_() or self._repr_jpeg_()
+        return None if shown is not None else super()._repr_html_()
 
 
 class VideoResult(RunResult, MediaFile):

@@ -1,0 +1,46 @@
+"""examples/notebook.ipynb runs in a real kernel and shows tables and images, without errors
+or warnings."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("ipykernel")
+
+NOTEBOOK = Path(__file__).parent.parent / "examples" / "notebook.ipynb"
+SRC = str(Path(__file__).parent.parent / "src")
+
+
+def outputs_of(notebook: Any) -> list[dict[str, Any]]:
+    return [output for cell in notebook.cells for output in cell.get("outputs", [])]
+
+
+def test_the_notebook_has_no_stored_outputs() -> None:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert outputs_of(notebook) == []
+
+
+@pytest.mark.timeout(60)
+def test_the_notebook_runs_and_shows_tables_and_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # the kernel's debugger notice
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=30, kernel_name="python3")
+    client.execute(cwd=str(NOTEBOOK.parent))
+    outputs = outputs_of(notebook)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    stderr = "".join(o["text"] for o in outputs if o.get("name") == "stderr")
+    assert "Warning" not in stderr
+    shown = [o.get("data", {}) for o in outputs if "data" in o]
+    assert any("<table" in data.get("text/html", "") for data in shown)
+    assert any("image/png" in data for data in shown)
+    assert any("Check the API key" in data.get("text/html", "") for data in shown)
+    if importlib.util.find_spec("ipywidgets") is None:
+        assert "5/5" in stderr  # the batch's text bar, without tqdm's ipywidgets warning

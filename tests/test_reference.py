@@ -15,7 +15,7 @@ from typing import get_type_hints
 import pytest
 
 import aigateway
-from aigateway.types._reference import client_resources, error_tree, method_params, param_fields
+from aigateway._reference import client_resources, error_tree, method_params, param_fields
 from aigateway.types.chat_params import ChatCompletionCreateParams
 from aigateway.types.service_params import ImageGenerateParams
 

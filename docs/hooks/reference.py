@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from aigateway.types._reference import (
+from aigateway._reference import (
     ErrorNode,
     client_resources,
     error_tree,

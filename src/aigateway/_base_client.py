@@ -123,6 +123,7 @@ class BaseClient(Generic[PipelineT]):
 
     @property
     def base_url(self) -> httpx.URL:
+        """The gateway's base URL (ending in ``/v1``) that every path is joined to."""
         return self.config.base_url
 
     @property
@@ -155,6 +156,7 @@ class BaseClient(Generic[PipelineT]):
 
     @property
     def is_closed(self) -> bool:
+        """Whether ``close()`` was called (or the ``with`` block ended)."""
         return self._closed
 
     def with_options(
@@ -170,7 +172,18 @@ class BaseClient(Generic[PipelineT]):
         stream_deadline: float | None = _KEEP,
     ) -> Self:
         """A client with some settings changed, sharing this one's connections, memory and
-        limits."""
+        limits; settings not given stay as they are.
+
+        Args:
+            timeout: Seconds, or an `httpx.Timeout`, for every request.
+            max_retries: Retries after a failed attempt.
+            default_headers: Headers sent with every request (replacing the client's).
+            retry_policy: What is retried and how long to wait.
+            auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``.
+            stream_first_event_timeout: Seconds from the request to a stream's first event.
+            stream_idle_timeout: Seconds allowed between a stream's events.
+            stream_deadline: Seconds a whole stream may take.
+        """
         config = self._options_config(
             timeout=timeout, max_retries=max_retries, default_headers=default_headers
         )

@@ -68,6 +68,28 @@ class Client(BaseClient[SyncPipeline], Closing):
     request to the first chunk; a timeout there is retried), ``stream_idle_timeout`` (between
     chunks, 300 s) and ``stream_deadline`` (the whole stream). Every call takes the same
     keywords to override them.
+
+    Args:
+        api_key: The gateway key; ``AIGATEWAY_API_KEY`` when not given. Sent only to the
+            gateway's own host.
+        base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not given.
+        timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every request.
+        max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
+        default_headers: Headers sent with every request.
+        http_client: Your own `httpx.Client` (you close it); its settings are used as they are.
+        transport: An `httpx.BaseTransport` to route requests elsewhere (a mock, a proxy).
+        retry_policy: What is retried, the waits between attempts and their cap.
+        auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``, so calls
+            that act on the world are retried safely too.
+        wait_for_rate_limit: True: wait for a spent rate-limit window to reset instead of
+            getting a `RateLimitError`.
+        max_concurrency: The most requests in flight at once (a stream counts until closed).
+        stream_first_event_timeout: Seconds from a stream's request to its first event (a
+            timeout there is retried); the idle timeout when not given.
+        stream_idle_timeout: Seconds allowed between a stream's events; None for no limit.
+        stream_deadline: Seconds a whole stream may take; no limit when not given.
+        max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
+            are spent; ``client.usage`` says what was.
     """
 
     _slots_type = threading.BoundedSemaphore
@@ -196,6 +218,28 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
     the application. Settings are those of `Client`; ``http_client`` is an `httpx.AsyncClient`.
     ``max_concurrency`` bounds the requests in flight across all tasks (the plans cap
     concurrent requests; a stream is in flight until it is closed).
+
+    Args:
+        api_key: The gateway key; ``AIGATEWAY_API_KEY`` when not given. Sent only to the
+            gateway's own host.
+        base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not given.
+        timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every request.
+        max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
+        default_headers: Headers sent with every request.
+        http_client: Your own `httpx.AsyncClient` (you close it); its settings are used as they are.
+        transport: An `httpx.AsyncBaseTransport` to route requests elsewhere (a mock, a proxy).
+        retry_policy: What is retried, the waits between attempts and their cap.
+        auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``, so calls
+            that act on the world are retried safely too.
+        wait_for_rate_limit: True: wait for a spent rate-limit window to reset instead of
+            getting a `RateLimitError`.
+        max_concurrency: The most requests in flight at once (a stream counts until closed).
+        stream_first_event_timeout: Seconds from a stream's request to its first event (a
+            timeout there is retried); the idle timeout when not given.
+        stream_idle_timeout: Seconds allowed between a stream's events; None for no limit.
+        stream_deadline: Seconds a whole stream may take; no limit when not given.
+        max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
+            are spent; ``client.usage`` says what was.
     """
 
     @staticmethod

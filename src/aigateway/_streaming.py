@@ -45,7 +45,7 @@ T = TypeVar("T")
 
 DONE = "[DONE]"
 DONE_OBJECT = "chat.completion.done"
-"""The ``object`` of the WebSocket frame that ends a stream (design section 2)."""
+"""The ``object`` of the WebSocket frame that ends a stream."""
 TAIL = 16
 """How many of the last chunks a stream keeps, for the error of a stream cut short."""
 _DRAIN_LIMIT = 65_536
@@ -122,7 +122,7 @@ class ChunkDecoder(Generic[T]):
         return chunks
 
     def feed_frame(self, message: str | bytes) -> T | None:
-        """The chunk of one WebSocket frame; None for the done frame (design section 2)."""
+        """The chunk of one WebSocket frame; None for the done frame."""
         text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
         if DONE_OBJECT in text[:64] and _object_of(text) == DONE_OBJECT:
             self.done = True

@@ -184,6 +184,7 @@ def keyword_signature(params_type: type, *, positional: tuple[str, ...] = ()) ->
                     name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint
                 )
             )
+        method.__params_type__ = params_type  # type: ignore[attr-defined]  # for the reference
         method.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             parameters, return_annotation=inspect.signature(method).return_annotation
         )

@@ -131,7 +131,7 @@ def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
 
 
 class Completions(SyncResource):
-    """Chat completions (spec 2.1): ``create(model=..., messages=[...])``."""
+    """Chat completions: ``create(model=..., messages=[...])``."""
 
     @overload
     def create(
@@ -221,7 +221,7 @@ class Completions(SyncResource):
 
 
 class AsyncCompletions(AsyncResource):
-    """Chat completions (spec 2.1): ``await create(model=..., messages=[...])``."""
+    """Chat completions: ``await create(model=..., messages=[...])``."""
 
     @overload
     async def create(

@@ -1,6 +1,6 @@
 """Media services: ``client.images``, ``client.videos``, ``client.audio``.
 
-Image generation has the spec's dedicated endpoint (``images.generate``: ``POST
+Image generation has the API's dedicated endpoint (``images.generate``: ``POST
 /image/generate {model, prompt, size}``) and the image category of ``/run``
 (``images.create``, which also takes ``n`` and extra inputs). Results are `MediaFile`\\ s:
 ``read()`` / ``save(path)`` (``aread`` / ``asave`` on the async client), shown inline in Jupyter.

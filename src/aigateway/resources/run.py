@@ -1,7 +1,7 @@
 """``client.run(model, inputs)``: ``POST /run`` for any service, typed or not.
 
 The typed resources (``client.images``, ``client.audio``, ...) cover the thirteen categories of
-the spec; ``client.run`` reaches any service id with the inputs you give, and returns the whole
+the API; ``client.run`` reaches any service id with the inputs you give, and returns the whole
 reply as a `RunResult`. Inputs that are files (``bytes``, an `os.PathLike` path, a binary file
 object) are sent as ``data:`` URLs. Since the SDK cannot know whether an arbitrary service acts
 on the world, ``run`` is retried only when given an ``idempotency_key``.

@@ -1,7 +1,7 @@
 """A mock Unified AI Gateway for tests: in-process, stateful and deterministic.
 
 `MockGateway` serves ``POST /chat/completions``, ``GET /models`` and ``GET /models/{id}``
-exactly as the spec describes them (bodies, stream events, error bodies, headers), and every
+exactly as the API describes them (bodies, stream events, error bodies, headers), and every
 non-chat service category on ``POST /run`` and ``POST /image/generate`` (the files they make at
 ``GET /files/{id}``), with accounts and credits, replaceable model and service catalogues, a
 seeded fake model, per-key rate limits (``gateway.rate_limits``), idempotency keys and fault

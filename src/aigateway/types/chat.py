@@ -1,4 +1,4 @@
-"""Chat completion replies (spec 2.3) and stream chunks (spec 6), parsed leniently.
+"""Chat completion replies and stream chunks, parsed leniently.
 
 ``finish_reason`` is typed as a string: the known values are ``stop``, ``length``,
 ``content_filter`` and ``tool_calls``, and an unknown value is kept, not rejected. Choices carry
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
-"""The finish reasons the spec names; replies may carry others, kept as plain strings."""
+"""The finish reasons the API names; replies may carry others, kept as plain strings."""
 
 
 class FunctionCall(GatewayModel):

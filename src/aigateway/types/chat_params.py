@@ -1,4 +1,4 @@
-"""What ``POST /chat/completions`` accepts (spec 2.1, 2.2 and the limits of section 8).
+"""What ``POST /chat/completions`` accepts, with the API's limits.
 
 One set of TypedDicts serves three purposes: the keyword arguments of
 ``client.chat.completions.create`` (type checkers see them through ``Unpack``), the strict
@@ -6,11 +6,11 @@ check made before anything is sent (pydantic validates them), and the JSON body 
 serialises the validated dict in one pass). The mock gateway checks requests with the same
 definitions, so client and mock agree on every limit.
 
-Roles: the spec lists ``system``, ``user`` and ``assistant``; ``tool`` is accepted as well,
-because returning a tool's result (spec 2.1, ``tools``) needs it, as in the OpenAI convention,
+Roles: the API lists ``system``, ``user`` and ``assistant``; ``tool`` is accepted as well,
+because returning a tool's result (``tools``) needs it, as in the OpenAI convention,
 and so are ``developer`` (OpenAI's newer name for ``system``) and the legacy ``function``.
 
-Beyond the spec's fields, the ones OpenAI-compatible clients send today are typed and checked
+Beyond the API's documented fields, the ones OpenAI-compatible clients send today are typed and checked
 the same way: ``n``, ``logprobs`` and ``top_logprobs``, ``max_completion_tokens``,
 ``parallel_tool_calls``, ``stream_options``, ``logit_bias`` and ``response_format`` of type
 ``json_schema``. Checks that involve two fields are made on the later one (``top_logprobs``
@@ -317,6 +317,8 @@ def _needs(earlier: str, problem: str) -> AfterValidator:
             raise PydanticCustomError("needs_field", problem)
         return value
 
+    check.__doc__ = problem  # the limit, as the API reference shows it
+
     return AfterValidator(check)
 
 
@@ -327,6 +329,8 @@ def _alone_with(earlier: str, problem: str) -> AfterValidator:
         if earlier in info.data:
             raise PydanticCustomError("conflicting_fields", problem)
         return value
+
+    check.__doc__ = problem  # the limit, as the API reference shows it
 
     return AfterValidator(check)
 
@@ -346,6 +350,7 @@ def tool_choice_problem(tool_choice: object, tools: Sequence[ToolParam] | None) 
 
 
 def _tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
+    """a named function must be in tools; 'required' needs tools"""
     problem = tool_choice_problem(choice, info.data.get("tools"))
     if problem is not None:
         raise PydanticCustomError("tool_choice", "{problem}", {"problem": problem})
@@ -354,6 +359,7 @@ def _tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
 
 class _ChatSettingsBase(TypedDict, total=False):
     max_completion_tokens: Annotated[int, Field(strict=True, ge=1, le=128_000)]
+    """The most tokens the reply may have; a longer one stops with ``finish_reason`` ``length``."""
     max_tokens: Annotated[
         int,
         Field(strict=True, ge=1, le=128_000),
@@ -361,16 +367,22 @@ class _ChatSettingsBase(TypedDict, total=False):
     ]
     """Deprecated by OpenAI in favour of ``max_completion_tokens``; the same meaning."""
     temperature: Annotated[float, Field(ge=0, le=2)]
+    """Randomness of the reply: 0 picks the likeliest tokens, higher varies more."""
     top_p: Annotated[float, Field(ge=0, le=1)]
+    """Sample only from the tokens making up this much probability (an alternative to ``temperature``)."""
     n: Annotated[int, Field(strict=True, ge=1, le=128)]
     """How many alternative replies (choices) to make; all are billed."""
     stop: str | Annotated[list[str], Field(max_length=4)]
+    """Text at which the reply stops (not included in it)."""
     presence_penalty: Annotated[float, Field(ge=-2, le=2)]
+    """Positive: favour tokens not yet used (new topics)."""
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)]
+    """Positive: penalise tokens by how often they were used (less repetition)."""
     logit_bias: dict[
         Annotated[str, Field(pattern=r"^[0-9]+$")],
         Annotated[int, Field(strict=True, ge=-100, le=100)],
     ]
+    """Token ids (as strings) mapped to a bias added to their likelihood; -100 bans, 100 forces."""
     logprobs: Annotated[bool, Field(strict=True)]
     """True: each choice carries the log probability of every token of its content."""
     top_logprobs: Annotated[
@@ -378,8 +390,11 @@ class _ChatSettingsBase(TypedDict, total=False):
     ]
     """How many likeliest alternatives to list at each token (needs ``logprobs``)."""
     user: str
+    """Your id for the end user, passed to the provider for abuse monitoring."""
     tools: list[ToolParam]
+    """Functions the model may call; their calls come back in ``message.tool_calls``."""
     tool_choice: Annotated[ToolChoiceParam, AfterValidator(_tool_choice_in_tools)]
+    """Whether and which tool to call: ``auto``, ``none``, ``required`` or a named function."""
     parallel_tool_calls: Annotated[bool, Field(strict=True)]
     """False: at most one tool call per reply."""
     functions: list[FunctionDefinitionParam]
@@ -387,11 +402,14 @@ class _ChatSettingsBase(TypedDict, total=False):
     function_call: FunctionCallChoiceParam
     """The legacy form of ``tool_choice``: ``"auto"``, ``"none"`` or ``{"name": ...}``."""
     seed: Annotated[int, Field(strict=True)]
+    """Asks for repeatable sampling: the same seed and arguments tend to give the same reply."""
     stream_options: StreamOptionsParam
+    """Streams only: ``{'include_usage': True}`` adds a last chunk with the usage."""
 
 
 class _ChatSettings(_ChatSettingsBase, total=False):
     response_format: ResponseFormatParam
+    """The reply's form: text, any JSON object, or JSON following a schema (see ``parse``)."""
 
 
 class ChatCompletionRequest(_ChatSettings, total=False):
@@ -404,7 +422,9 @@ class ChatCompletionRequest(_ChatSettings, total=False):
 
 class _ChatCompletionCreateParamsBase(_ChatSettings, RequestOptions, total=False):
     model: Required[str]
+    """The model id (see ``client.models.list()``)."""
     messages: Required[Sequence[ChatMessageInput]]
+    """The conversation so far: dicts with ``role`` and ``content``, or replies passed back."""
 
 
 class ChatCompletionCreateParamsNonStreaming(_ChatCompletionCreateParamsBase, total=False):
@@ -432,3 +452,4 @@ class ChatCompletionCreateParams(_ChatCompletionCreateParamsBase, total=False):
     """Every keyword argument of ``client.chat.completions.create``."""
 
     stream: bool
+    """True: the reply comes as a `Stream` of chunks while it is made."""

@@ -2,7 +2,7 @@
 
 A file input is a path (``str`` or `os.PathLike`), ``bytes``, or a binary file object; a
 ``str`` that already is a ``data:`` or ``http(s)://`` URL is sent as it is. Everything else is
-read and sent as a ``data:<mime>;base64,...`` URL inside the JSON ``inputs`` (the spec's
+read and sent as a ``data:<mime>;base64,...`` URL inside the JSON ``inputs`` (the API's
 ``/run`` takes JSON only). Files larger than `MAX_FILE_BYTES` are refused before anything is
 read in full or sent. The mock gateway decodes the same URLs with `decode_data_url`.
 """

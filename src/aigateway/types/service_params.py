@@ -1,7 +1,7 @@
 """What the non-chat services accept: ``POST /run`` inputs per category, and ``/image/generate``.
 
-The spec shows ``/run`` as ``{model, inputs}`` and leaves ``inputs`` to each service (design
-section 2). We define the inputs of each of its thirteen categories here, once: the keyword
+The API shows ``/run`` as ``{model, inputs}`` and leaves ``inputs`` to each service. We define the
+inputs of each of its thirteen categories here, once: the keyword
 arguments of the typed resources (``client.audio.speech(model=..., text=...)``), the check
 made before sending, and the mock gateway's check, which answers 400 where the client refuses.
 Every inputs dict accepts extra fields, so a service's own options pass through
@@ -276,7 +276,7 @@ CATEGORIES: Mapping[str, Any] = {
     "database": DatabaseInputs,
     "sms": SmsInputs,
 }
-"""The thirteen service categories of spec section 1, each with the inputs it takes."""
+"""The thirteen service categories of the API, each with the inputs it takes."""
 
 
 class RunRequest(TypedDict):

@@ -1,6 +1,6 @@
 """Replies of the non-chat services: `RunResult` and one typed result per category.
 
-The spec shows neither ``inputs`` nor the reply of ``POST /run`` (design section 2). We read a
+The API shows neither ``inputs`` nor the reply of ``POST /run``. We read a
 reply as the run's metadata plus the service's ``output`` object::
 
     {"id": "run_...", "object": "run", "created": 1700000000, "model": "tts-1",

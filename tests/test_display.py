@@ -78,9 +78,9 @@ async def test_a_chunk_and_a_stream_show_their_state_and_text(kind: str) -> None
 def test_a_stream_closed_early_says_so() -> None:
     with MockGateway().client() as client:
         stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
-        assert "Stream(open, 1 chunk)" in repr(stream)  # the first chunk is read ahead
+        assert "Stream(open, 1 chunk, " in repr(stream)  # the first chunk is read ahead
         stream.close()
-    assert "Stream(closed, 1 chunk)" in repr(stream)
+    assert "Stream(closed, 1 chunk, " in repr(stream)
     assert "closed" in stream._repr_html_()
 
 

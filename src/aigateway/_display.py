@@ -178,7 +178,7 @@ def stream_repr(stream: object, state: str, received: int, text: str) -> str:
 
 
 def stream_html(stream: object, state: str, received: int, text: str) -> str:
-    """A stream's state, chunk count and the text so far."""
+    """A stream's state, chunk count and text (so far, or of its last chunks)."""
     return card(stream, [("state", state), ("chunks", received)], text=text)
 
 

@@ -279,8 +279,6 @@ class _StreamBase(Generic[T]):
         """Chunks the pipeline read before handing the stream over (up to the first one)."""
         self._on_chunk = on_chunk
         self._on_close = on_close
-        self._texts: list[str] = []
-        """The first choice's text deltas so far, for the repr."""
 
     @property
     def received(self) -> int:
@@ -294,19 +292,19 @@ class _StreamBase(Generic[T]):
             return "finished"
         return "closed" if self.response.is_closed else "open"
 
+    def _recent_text(self) -> str:
+        """The text of the last chunks kept (a stream keeps no more, so memory stays flat)."""
+        return "".join(first_choice_text(chunk) for chunk in self._decoder.tail)
+
     @guarded
     def __repr__(self) -> str:
-        return stream_repr(self, self.state, self.received, "".join(self._texts))
+        return stream_repr(self, self.state, self.received, self._recent_text())
 
     @guarded
     def _repr_html_(self) -> str:
-        return stream_html(self, self.state, self.received, "".join(self._texts))
+        return stream_html(self, self.state, self.received, self._recent_text())
 
     def _observe(self, chunks: list[T]) -> None:
-        for chunk in chunks:
-            text = first_choice_text(chunk)
-            if text:
-                self._texts.append(text)
         if self._on_chunk is not None:
             self._on_chunk(self.response, chunks[-1])
 

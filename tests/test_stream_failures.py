@@ -40,6 +40,20 @@ def event(content: str, finish: str | None = None) -> bytes:
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
+class Pieces(AsyncIterator[bytes]):
+    """Byte pieces for ``async for``: an iterator object rather than an async generator, so a
+    stream left early leaves nothing for trio to finalize."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self._pieces = pieces
+
+    async def __anext__(self) -> bytes:
+        try:
+            return next(self._pieces)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
 class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A streamed reply body from a list of byte pieces or a generator; records its closing."""
 
@@ -50,9 +64,8 @@ class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         yield from self.pieces()
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces():
-            yield piece
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return Pieces(self.pieces())
 
     def close(self) -> None:
         self.closed = True

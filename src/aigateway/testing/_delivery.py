@@ -16,7 +16,7 @@ is waited, then `httpx.ReadTimeout` is raised and the body closed, as a socket w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -135,16 +135,17 @@ class _Delivered:
         except (ConnectionDropped, httpx.ReadTimeout) as exc:
             raise self._failed(exc) from exc
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        while True:
-            try:
-                await self._silence_before_chunk().apass_by(self._clock, self._pacing)
-                chunk = next(self._body)
-            except StopIteration:
-                return
-            except (ConnectionDropped, httpx.ReadTimeout) as exc:
-                raise self._failed(exc) from exc
-            yield chunk
+    def __aiter__(self) -> _Delivered:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            await self._silence_before_chunk().apass_by(self._clock, self._pacing)
+            return next(self._body)
+        except StopIteration:
+            raise StopAsyncIteration from None
+        except (ConnectionDropped, httpx.ReadTimeout) as exc:
+            raise self._failed(exc) from exc
 
     def _silence_before_chunk(self) -> _Silence:
         paced = self._paced.next_delay if self._paced is not None else 0.0

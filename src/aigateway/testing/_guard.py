@@ -20,10 +20,10 @@ with nothing used for a caller without a valid key.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ._pacing import aiter_body
+from ._pacing import AsyncBody
 from ._wire import MockRequest, MockResponse, declared_length, error_response
 
 if TYPE_CHECKING:
@@ -123,12 +123,16 @@ class _UntilDone:
             self.close()
             raise
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> _UntilDone:
+        self._events = AsyncBody(self._body)
+        return self
+
+    async def __anext__(self) -> bytes:
         try:
-            async for chunk in aiter_body(self._body):
-                yield chunk
-        finally:
+            return await self._events.__anext__()
+        except BaseException:
             self.close()
+            raise
 
     def close(self) -> None:
         try:

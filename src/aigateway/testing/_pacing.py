@@ -24,7 +24,7 @@ import anyio
 
 from ._wire import MockResponse
 
-__all__ = ["PacedBody", "StreamPacing", "aiter_body", "held_pacing", "paced"]
+__all__ = ["AsyncBody", "PacedBody", "StreamPacing", "held_pacing", "paced"]
 
 
 @dataclass(frozen=True)
@@ -96,12 +96,16 @@ class PacedBody(Iterator[bytes]):
             self.pacing.sleep(delay)
         return self._events[self._take()]
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        while self._next < len(self._events):
-            delay = self._own_delay()
-            if delay:
-                await self.pacing.async_sleep(delay)
-            yield self._events[self._take()]
+    def __aiter__(self) -> PacedBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._next >= len(self._events):
+            raise StopAsyncIteration
+        delay = self._own_delay()
+        if delay:
+            await self.pacing.async_sleep(delay)
+        return self._events[self._take()]
 
     def _own_delay(self) -> float:
         return self.next_delay if self._waits else 0.0
@@ -122,13 +126,36 @@ def paced(response: MockResponse, pacing: StreamPacing) -> MockResponse:
     return response
 
 
-async def aiter_body(body: Iterator[bytes]) -> AsyncIterator[bytes]:
+class AsyncBody(AsyncIterator[bytes]):
     """The events of a streamed body for ``async for``: a body that can be iterated
     asynchronously (a `PacedBody`, or a wrapper around one) is, so that its waits never block
-    an event loop; any other iterator is read as it is."""
-    if hasattr(body, "__aiter__"):
-        async for event in body:
-            yield event
-        return
-    for event in body:
-        yield event
+    an event loop; any other iterator is read as it is.
+
+    An iterator object, not an async generator: a reader that stops early leaves nothing for
+    the event loop to finalize (trio warns about every unfinished generator it collects), and
+    ``aclose`` closes the body."""
+
+    def __init__(self, body: Iterator[bytes]) -> None:
+        self._body = body
+        self._events: AsyncIterator[bytes] | None = (
+            body.__aiter__() if hasattr(body, "__aiter__") else None
+        )
+
+    def __aiter__(self) -> AsyncBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._events is not None:
+            return await self._events.__anext__()
+        try:
+            return next(self._body)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        close = getattr(self._body, "close", None)
+        if callable(close):
+            close()

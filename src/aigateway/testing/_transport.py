@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from ._delivery import deliver
-from ._pacing import aiter_body
+from ._pacing import AsyncBody
 from ._wire import MockRequest, MockResponse
 from ._ws_inprocess import AsyncInProcessSocket, InProcessSocket
 
@@ -44,9 +44,8 @@ class _AsyncStream(httpx.AsyncByteStream):
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in aiter_body(self._chunks):
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return AsyncBody(self._chunks)
 
     async def aclose(self) -> None:
         close = getattr(self._chunks, "close", None)

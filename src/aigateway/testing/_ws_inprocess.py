@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._faults import ConnectionDropped
-from ._pacing import aiter_body
+from ._pacing import AsyncBody
 from ._ws import WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class AsyncInProcessSocket(_Connection):
         if self._events is None:
             raise self._closed()
         if self._stream is None:
-            self._stream = aiter_body(self._events).__aiter__()
+            self._stream = AsyncBody(self._events)
         try:
             return event_frame(await self._stream.__anext__())
         except StopAsyncIteration:

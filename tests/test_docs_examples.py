@@ -118,29 +118,26 @@ def reader_environment(bytecode: str) -> dict[str, str]:
 def serve_mock(command: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """Start the served mock as the page says (on a free port); its printed exports."""
     argv = [sys.executable, "-m", *command.split(), "--port", "0"]
-    process = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert process.stdout is not None
-    exports: dict[str, str] = {}
-    for line in process.stdout:
-        if line.startswith("export "):
-            key, _, value = line.removeprefix("export ").strip().partition("=")
-            exports[key] = value
-        if line.startswith("Press Ctrl-C"):
-            return process, exports
-    stop(process)
-    raise AssertionError(
-        f"`{command}` did not start: {process.stderr.read() if process.stderr else ''}"
-    )
+    with tempfile.TemporaryFile("w+") as errors:  # a file: a pipe nobody reads could fill up
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert process.stdout is not None
+        exports: dict[str, str] = {}
+        for line in process.stdout:
+            if line.startswith("export "):
+                key, _, value = line.removeprefix("export ").strip().partition("=")
+                exports[key] = value
+            if line.startswith("Press Ctrl-C"):
+                return process, exports
+        stop(process)
+        errors.seek(0)
+        raise AssertionError(f"`{command}` did not start: {errors.read()}")
 
 
 def stop(process: subprocess.Popen[str]) -> None:
     process.terminate()
     process.wait(timeout=10)
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            stream.close()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def run_block(block: Block, env: dict[str, str], cwd: str, script: bool) -> str | None:
@@ -230,3 +227,15 @@ def test_the_docs_setup_is_written_once() -> None:
 def test_page_runs_as_pasted(name: str, page_results: dict[str, Future[list[str]]]) -> None:
     problems = page_results[name].result()
     assert not problems, "\n\n".join(problems)
+
+
+def test_a_block_needing_a_gateway_fails_on_a_page_without_the_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test's own promise: no AIGATEWAY_* variable leaks from the test's environment."""
+    code = "from aigateway import Client\nClient().models.list()\n"
+    page = Page("no-setup.md", None, (Block("no-setup.md#1", "python", code),))
+    monkeypatch.setenv("AIGATEWAY_API_KEY", "leaked")
+    problems = run_page(page, str(tmp_path))
+    assert len(problems) == 1
+    assert "no API key" in problems[0]

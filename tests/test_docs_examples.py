@@ -217,6 +217,8 @@ def test_a_page_needing_a_gateway_carries_the_setup_near_its_top(name: str) -> N
 
 
 def test_the_docs_setup_is_written_once() -> None:
+    setups = {page.setup for page in PAGES.values() if page.setup and not page.is_script}
+    assert len(setups) == 1, f"README.md and docs/ give different setups: {setups}"
     for name, page in PAGES.items():
         if name.startswith("docs/") and page.setup:
             raw = (ROOT / name).read_text(encoding="utf-8")

@@ -39,7 +39,7 @@ def _uvicorn() -> Any:
 def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
     """The uvicorn configuration serving ``gateway`` (HTTP and WebSocket, quiet logs)."""
     uvicorn = _uvicorn()
-    require("websockets", "ws", "the mock gateway's WebSocket endpoint")
+    require("websockets", "server", "the mock gateway's WebSocket endpoint")
     return uvicorn.Config(
         MockASGIApp(gateway),
         host=host,

@@ -36,7 +36,8 @@ __all__ = ["BaseClient", "LazyResource"]
 
 PipelineT = TypeVar("PipelineT", bound=Pipeline)
 ResourceT = TypeVar("ResourceT")
-_KEEP: Any = object()
+UNCHANGED: Any = object()
+"""The default of each `with_options` argument: that setting stays as it is."""
 
 
 class LazyResource(Generic[ResourceT]):
@@ -162,14 +163,14 @@ class BaseClient(Generic[PipelineT]):
     def with_options(
         self,
         *,
-        timeout: TimeoutTypes | object = _KEEP,
-        max_retries: int | object = _KEEP,
-        default_headers: Mapping[str, str] | object = _KEEP,
+        timeout: TimeoutTypes | object = UNCHANGED,
+        max_retries: int | object = UNCHANGED,
+        default_headers: Mapping[str, str] | object = UNCHANGED,
         retry_policy: RetryPolicy | None = None,
-        auto_idempotency_keys: bool | object = _KEEP,
-        stream_first_event_timeout: float | None = _KEEP,
-        stream_idle_timeout: float | None = _KEEP,
-        stream_deadline: float | None = _KEEP,
+        auto_idempotency_keys: bool | object = UNCHANGED,
+        stream_first_event_timeout: float | None = UNCHANGED,
+        stream_idle_timeout: float | None = UNCHANGED,
+        stream_deadline: float | None = UNCHANGED,
     ) -> Self:
         """A client with some settings changed, sharing this one's connections, memory and
         limits; settings not given stay as they are.
@@ -187,17 +188,17 @@ class BaseClient(Generic[PipelineT]):
         config = self._options_config(
             timeout=timeout, max_retries=max_retries, default_headers=default_headers
         )
-        if auto_idempotency_keys is not _KEEP:
+        if auto_idempotency_keys is not UNCHANGED:
             config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
         streams = config.stream_timeouts
         config = config.with_changes(
             stream_timeouts=check_stream_timeouts(
                 StreamTimeouts(
                     streams.first_event
-                    if stream_first_event_timeout is _KEEP
+                    if stream_first_event_timeout is UNCHANGED
                     else stream_first_event_timeout,
-                    streams.idle if stream_idle_timeout is _KEEP else stream_idle_timeout,
-                    streams.deadline if stream_deadline is _KEEP else stream_deadline,
+                    streams.idle if stream_idle_timeout is UNCHANGED else stream_idle_timeout,
+                    streams.deadline if stream_deadline is UNCHANGED else stream_deadline,
                 )
             )
         )
@@ -212,15 +213,15 @@ class BaseClient(Generic[PipelineT]):
     ) -> ClientConfig:
         config = self.config
         changes: dict[str, object] = {}
-        if timeout is not _KEEP:
+        if timeout is not UNCHANGED:
             changes["timeout"] = coerce_timeout(timeout)  # type: ignore[arg-type]
-        if max_retries is not _KEEP:
+        if max_retries is not UNCHANGED:
             if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
                 raise ConfigurationError(
                     f"max_retries must be an integer >= 0, got {max_retries!r}"
                 )
             changes["max_retries"] = max_retries
-        if default_headers is not _KEEP:
+        if default_headers is not UNCHANGED:
             changes["default_headers"] = {**config.default_headers, **default_headers}  # type: ignore[dict-item]
         return config.with_changes(**changes)
 

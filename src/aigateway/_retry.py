@@ -118,7 +118,7 @@ def parse_retry_after(raw: str | None, now: float) -> float | None:
     return max(0.0, wait)
 
 
-async def _event_loop_sleep(seconds: float) -> None:
+async def event_loop_sleep(seconds: float) -> None:
     """`anyio.sleep`, imported when first needed (asyncio and trio alike)."""
     import anyio
 
@@ -144,7 +144,7 @@ class RetryPolicy:
     """The HTTP statuses that are retried (credits errors never are; a reply's
     ``x-should-retry`` header overrides this)."""
     sleep: Callable[[float], None] = time.sleep
-    async_sleep: Callable[[float], Awaitable[None]] = _event_loop_sleep
+    async_sleep: Callable[[float], Awaitable[None]] = event_loop_sleep
     random: Callable[[], float] = field(default=random.random, repr=False)
     now: Callable[[], float] = field(default=time.time, repr=False)
     """The clock (Unix seconds) that ``Retry-After`` dates and ``X-RateLimit-Reset`` times are

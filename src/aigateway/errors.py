@@ -74,13 +74,13 @@ __all__ = [
     "Violation",
 ]
 
-_SNIPPET_CHARS = 500
+SNIPPET_CHARS = 500
 CREDIT_ERROR_CODES = frozenset(
     {"insufficient_credits", "insufficient_balance", "insufficient_quota"}
 )
 
 
-def snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     """The start of a body, on one line, for an error message."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "…"

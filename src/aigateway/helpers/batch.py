@@ -412,7 +412,7 @@ def run_batch(
 # -- the async driver -----------------------------------------------------------------------
 
 
-async def _anyio_sleep(seconds: float) -> None:
+async def anyio_sleep(seconds: float) -> None:
     import anyio
 
     await anyio.sleep(seconds)
@@ -427,7 +427,7 @@ async def arun_batch(
     call: Callable[[AsyncClient, Any], Awaitable[Any]] | None = None,
     checkpoint: str | PathLike[str] | None = None,
     progress: bool | ProgressBar | None = None,
-    sleep: Callable[[float], Awaitable[None]] = _anyio_sleep,
+    sleep: Callable[[float], Awaitable[None]] = anyio_sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> BatchResult:
     """`run_batch` for an `AsyncClient`: at most ``concurrency`` items at a time in an anyio

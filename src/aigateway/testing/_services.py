@@ -129,7 +129,7 @@ class ServiceStores:
     """The state of the storage and database services, per account and service id.
 
     ``objects[(account_id, service_id)]`` maps keys to file ids in the `FileStore`;
-    ``database(account_id, service_id)`` is a sandboxed in-memory SQLite database (`_sql`)
+    ``database(account_id, service_id)`` is a sandboxed in-memory SQLite database
     whose statements stop after ``statement_timeout`` seconds of wall time.
     """
 

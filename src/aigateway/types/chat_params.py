@@ -240,7 +240,7 @@ class ResponseFormatJSONObjectParam(TypedDict):
     type: Literal["json_object"]
 
 
-def _schema_shape(schema: dict[str, Any]) -> dict[str, Any]:
+def json_schema_shape(schema: dict[str, Any]) -> dict[str, Any]:
     problem = schema_problem(schema)
     if problem is not None:
         raise PydanticCustomError(
@@ -252,7 +252,7 @@ def _schema_shape(schema: dict[str, Any]) -> dict[str, Any]:
 class JSONSchemaParam(TypedDict, total=False):
     name: Required[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]]
     description: str
-    schema: Annotated[dict[str, Any], AfterValidator(_schema_shape)]
+    schema: Annotated[dict[str, Any], AfterValidator(json_schema_shape)]
     """The JSON schema the reply follows (pydantic's ``Model.model_json_schema()``, say)."""
     strict: bool | None
     """True: the reply follows the schema exactly (every property present, no others)."""
@@ -349,7 +349,7 @@ def tool_choice_problem(tool_choice: object, tools: Sequence[ToolParam] | None) 
     return None
 
 
-def _tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
+def tool_choice_in_tools(choice: T, info: ValidationInfo) -> T:
     """a named function must be in tools; 'required' needs tools"""
     problem = tool_choice_problem(choice, info.data.get("tools"))
     if problem is not None:
@@ -393,7 +393,7 @@ class _ChatSettingsBase(TypedDict, total=False):
     """Your id for the end user, passed to the provider for abuse monitoring."""
     tools: list[ToolParam]
     """Functions the model may call; their calls come back in ``message.tool_calls``."""
-    tool_choice: Annotated[ToolChoiceParam, AfterValidator(_tool_choice_in_tools)]
+    tool_choice: Annotated[ToolChoiceParam, AfterValidator(tool_choice_in_tools)]
     """Whether and which tool to call: ``auto``, ``none``, ``required`` or a named function."""
     parallel_tool_calls: Annotated[bool, Field(strict=True)]
     """False: at most one tool call per reply."""

@@ -49,24 +49,24 @@ _MAGIC = (
 )
 
 
-class _FileMarker:
+class FileMarker:
     """Marks a TypedDict field as a file, so builders know to encode it first."""
 
 
-def _check_encoded(value: object) -> str:
+def encoded_file(value: object) -> str:
     if isinstance(value, str) and value.startswith(_URL_PREFIXES):
         return value
     raise ValueError("must be a file: a path, bytes, a binary file object, or a data:/http(s) URL")
 
 
-FileField = Annotated[FileInput, PlainValidator(_check_encoded), _FileMarker()]
+FileField = Annotated[FileInput, PlainValidator(encoded_file), FileMarker()]
 """A request field holding a file: callers pass a `FileInput`, the wire carries a URL."""
 
 
 def is_file_field(annotation: object) -> bool:
     """True for a `FileField` annotation (possibly wrapped in ``Required[...]``)."""
     metadata = getattr(annotation, "__metadata__", ())
-    if any(isinstance(item, _FileMarker) for item in metadata):
+    if any(isinstance(item, FileMarker) for item in metadata):
         return True
     return any(is_file_field(arg) for arg in getattr(annotation, "__args__", ()))
 

@@ -89,6 +89,12 @@ def test_mock_serve_prints_the_url_and_key_and_serves(
     assert "stopped" in capsys.readouterr().out
 
 
+def as_from_a_terminal() -> None:
+    """Ctrl-C reaches the child even when this test run was started in the background (a
+    shell starts background jobs with SIGINT ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def serve_command(*options: str) -> subprocess.Popen[str]:
     """``python -m aigateway mock serve`` in its own process, as a user starts it."""
     src = str(Path(aigateway.__file__).resolve().parents[1])
@@ -99,6 +105,7 @@ def serve_command(*options: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=as_from_a_terminal if sys.platform != "win32" else None,
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import aigateway
 
-from .test_cli import read_until, serve_command
+from .test_cli import as_from_a_terminal, read_until, serve_command
 
 
 def test_every_public_name_imports_and_the_cli_loads_no_sdk() -> None:
@@ -48,7 +48,11 @@ def command_env() -> dict[str, str]:
 
 def aigateway_command(*argv: str, **options: object) -> subprocess.Popen[str]:
     return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
-        [sys.executable, "-m", "aigateway", *argv], text=True, env=command_env(), **options
+        [sys.executable, "-m", "aigateway", *argv],
+        text=True,
+        env=command_env(),
+        preexec_fn=as_from_a_terminal if sys.platform != "win32" else None,
+        **options,
     )
 
 

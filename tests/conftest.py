@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from aigateway import AsyncClient, Client, RetryPolicy
 from aigateway.testing import MockGateway
+
+from .redis_server import RedisServer
 
 BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"
@@ -88,3 +90,20 @@ async def mock_client(
     """A client of each kind wired to ``gateway`` in-process, without retries."""
     async with in_process_client(request.param, gateway, max_retries=0) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port, for the whole run (see redis_server.py)."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of the shared redis-server, emptied for this test."""
+    redis_server.flush()
+    return redis_server.url

@@ -41,6 +41,9 @@ INCLUDE = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
 FENCE = re.compile(r"^```(python|bash)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 SERVE = re.compile(r"^[>\s]*(aigateway mock serve\b.*)$", re.MULTILINE)
 NEEDS_GATEWAY = re.compile(r"\b(?:Async)?Client\(\s*\)")
+"""A Python block that needs AIGATEWAY_API_KEY and AIGATEWAY_BASE_URL."""
+COMMAND_NEEDS_GATEWAY = re.compile(r"^(?!.*--mock)(?!.*mock serve).*\baigateway \w", re.MULTILINE)
+"""A shell line running an `aigateway` command that needs them (not `--mock`, not the mock)."""
 SKIPPED_BASH = re.compile(r"pip install|mock serve|mkdocs serve|pytest|\.ci/run|\bbench\b")
 BLOCK_TIMEOUT = 30
 
@@ -203,10 +206,12 @@ def test_there_are_examples_to_run() -> None:
 def test_a_page_needing_a_gateway_carries_the_setup_near_its_top(name: str) -> None:
     page = PAGES[name]
     needing = [
-        b.where for b in page.blocks if b.language == "python" and NEEDS_GATEWAY.search(b.code)
+        b.where
+        for b in page.blocks
+        if (NEEDS_GATEWAY if b.language == "python" else COMMAND_NEEDS_GATEWAY).search(b.code)
     ]
     if needing:
-        assert page.setup, f"{needing} use Client()/AsyncClient() but {name} has no {SETUP_TITLE!r}"
+        assert page.setup, f"{needing} need a gateway but {name} has no {SETUP_TITLE!r}"
     if page.setup:
         text = expand_includes((ROOT / name).read_text(encoding="utf-8"))
         before = text.split(SETUP_TITLE, 1)[0]

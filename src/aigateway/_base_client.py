@@ -86,6 +86,7 @@ class BaseClient(Generic[PipelineT]):
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
         max_credits: float | None = None,
+        tracing: object = False,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -116,6 +117,10 @@ class BaseClient(Generic[PipelineT]):
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
         self._pipeline.credit_budget = credit_budget
+        if tracing is not False:
+            from ._tracing import observer_for
+
+            self._pipeline.observer = observer_for(tracing)
 
     @property
     def config(self) -> ClientConfig:
@@ -238,6 +243,7 @@ class BaseClient(Generic[PipelineT]):
             pipeline.transport,
             pipeline.credit_budget,
         )
+        twin._pipeline.observer = pipeline.observer  # tracing stays on (or off)
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
 

@@ -95,6 +95,11 @@ class BaseClient(Generic[PipelineT]):
             ),
             **settings,
         )
+        observer = None
+        if tracing is not False:  # checked before the http client is made
+            from ._tracing import observer_for
+
+            observer = observer_for(tracing)
         ledger = UsageLedger()
         credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
         if http_client is not None and not isinstance(http_client, http_client_type):
@@ -117,10 +122,7 @@ class BaseClient(Generic[PipelineT]):
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
         self._pipeline.credit_budget = credit_budget
-        if tracing is not False:
-            from ._tracing import observer_for
-
-            self._pipeline.observer = observer_for(tracing)
+        self._pipeline.observer = observer
 
     @property
     def config(self) -> ClientConfig:

@@ -86,6 +86,7 @@ class BaseClient(Generic[PipelineT]):
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
         max_credits: float | None = None,
+        tracing: object = False,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -94,6 +95,11 @@ class BaseClient(Generic[PipelineT]):
             ),
             **settings,
         )
+        observer = None
+        if tracing is not False:  # checked before the http client is made
+            from ._tracing import observer_for
+
+            observer = observer_for(tracing)
         ledger = UsageLedger()
         credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
         if http_client is not None and not isinstance(http_client, http_client_type):
@@ -116,6 +122,7 @@ class BaseClient(Generic[PipelineT]):
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
         self._pipeline.credit_budget = credit_budget
+        self._pipeline.observer = observer
 
     @property
     def config(self) -> ClientConfig:
@@ -238,6 +245,7 @@ class BaseClient(Generic[PipelineT]):
             pipeline.transport,
             pipeline.credit_budget,
         )
+        twin._pipeline.observer = pipeline.observer  # tracing stays on (or off)
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
 

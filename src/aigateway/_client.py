@@ -28,6 +28,7 @@ from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT
 
 if TYPE_CHECKING:
     import anyio
+    from opentelemetry.trace import TracerProvider
 
     from .resources.chat import AsyncChat, Chat
     from .resources.data import (
@@ -90,6 +91,8 @@ class Client(BaseClient[SyncPipeline], Closing):
         stream_deadline: Seconds a whole stream may take; no limit when not given.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
+        tracing: True: an OpenTelemetry span per call from the global tracer provider; or
+            the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
     """
 
     _slots_type = threading.BoundedSemaphore
@@ -112,6 +115,7 @@ class Client(BaseClient[SyncPipeline], Closing):
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
         max_credits: float | None = None,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -131,6 +135,7 @@ class Client(BaseClient[SyncPipeline], Closing):
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
             max_credits=max_credits,
+            tracing=tracing,
         )
 
     chat: LazyResource[Chat] = LazyResource(
@@ -240,6 +245,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         stream_deadline: Seconds a whole stream may take; no limit when not given.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
+        tracing: True: an OpenTelemetry span per call from the global tracer provider; or
+            the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
     """
 
     @staticmethod
@@ -266,6 +273,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
         max_credits: float | None = None,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -285,6 +293,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
             max_credits=max_credits,
+            tracing=tracing,
         )
 
     chat: LazyResource[AsyncChat] = LazyResource(

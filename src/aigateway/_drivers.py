@@ -8,14 +8,17 @@ failures and cleans up (closing replies, giving back slots) the same way for bot
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ._commands import Acquire, Body, Close, Next, Read, Send, Sleep
-from ._http import APICall, Pipeline, fetch_call
+from ._http import APICall, Pipeline
 
-__all__ = ["AsyncPipeline", "SyncPipeline"]
+if TYPE_CHECKING:
+    from .types.chat_params import RequestOptions
+
+__all__ = ["AsyncPipeline", "SyncPipeline", "fetch_call"]
 
 
 class SyncPipeline(Pipeline):
@@ -139,3 +142,12 @@ class AsyncPipeline(Pipeline):
         from ._response import AsyncStreamedResponse
 
         return AsyncStreamedResponse
+
+
+def fetch_call(url: str, timeout: float | None = None) -> APICall[bytes]:
+    """A GET of a file result's URL (the key goes only to the gateway's own host); with a
+    ``timeout``, one attempt within it (showing a result in a notebook must not hang)."""
+    options: RequestOptions = {"extra_headers": {"Accept": "*/*"}}
+    if timeout is not None:
+        options = {**options, "timeout": timeout, "max_retries": 0}
+    return APICall("GET", url, parse=bytes, options=options)

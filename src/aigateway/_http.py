@@ -44,9 +44,11 @@ from ._ledger import (
     StreamTally,
     attach_fallback,
     checked_fallbacks,
+    model_of,
     model_unavailable,
 )
 from ._logging import logger
+from ._observer import CallObserver, CallTrace
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["APICall", "Pipeline", "RawResponse", "fetch_call", "new_idempotency_key"]
+__all__ = ["APICall", "Pipeline", "RawResponse", "new_idempotency_key"]
 
 _NO_OPTIONS: RequestOptions = {}
 _URL_CACHE_SIZE = 256
@@ -91,6 +93,8 @@ class APICall(Generic[T]):
     side_effect: bool = False
     """The call acts on the world (sends an email, moves money, writes data): it is retried
     only when it carries an idempotency key, so a retry cannot repeat the act."""
+    trace: CallTrace | None = None
+    """The observer's record of this call (``Client(tracing=...)``); None when off."""
 
 
 def new_idempotency_key() -> str:
@@ -123,6 +127,8 @@ class Pipeline:
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
         self.credit_budget = credit_budget
         """The opt-in credit budget of this client object (``max_credits``), or None."""
+        self.observer: CallObserver | None = None
+        """Follows every call (``Client(tracing=...)``), or None: then it costs one check."""
 
     # Building the request
 
@@ -186,13 +192,24 @@ class Pipeline:
         budget = self.credit_budget
         if budget is not None:
             budget.reserve()  # raises before anything is sent once the budget is spent
+        trace = None if self.observer is None else self.observer.start(call, self)
+        if trace is not None:
+            call = replace(call, trace=trace)
         try:
             if fallbacks:
-                return (yield from self._fall_back(call, fallbacks))
-            return (yield from self._call(call))
+                result = yield from self._fall_back(call, fallbacks)
+            else:
+                result = yield from self._call(call)
+        except BaseException as error:
+            if trace is not None:
+                trace.failed(error)
+            raise
         finally:
             if budget is not None:
                 budget.release()
+        if trace is not None:
+            trace.finished(result)
+        return result
 
     def _fall_back(self, call: APICall[Any], fallbacks: Sequence[str]) -> Flow[Any]:
         """Try the call's model, then each fallback in turn while the error says the model is
@@ -225,7 +242,7 @@ class Pipeline:
         try:
             return (yield from self._attempts(call))
         except APIError as error:
-            self.state.ledger.record_failure(_model_of(call.body), error)
+            self.state.ledger.record_failure(model_of(call.body), error)
             raise
 
     def _attempts(self, call: APICall[Any]) -> Flow[Any]:
@@ -253,6 +270,8 @@ class Pipeline:
         while True:
             wait: Any = retrying.iter(state)  # raises the last error when no retry is left
             state.prepare_for_next_attempt()
+            if call.trace is not None:
+                call.trace.retrying(float(wait))
             yield Sleep(float(wait))  # a DoSleep, tenacity's wait
             try:
                 return (yield from self._attempt(exchange, call, request, state.attempt_number))
@@ -276,9 +295,16 @@ class Pipeline:
             yield Acquire(slots)
             slot = Slot(slots.release)
         try:
-            return (yield from exchange(self, call, request, attempts, slot))
+            result = yield from exchange(self, call, request, attempts, slot)
+        except BaseException as error:
+            if call.trace is not None:
+                call.trace.attempt_end(attempts, error)
+            raise
         finally:
             slot.release()  # unless a stream took it
+        if call.trace is not None:
+            call.trace.attempt_end(attempts, None)
+        return result
 
     def _exchange(
         self, call: APICall[Any], request: httpx.Request, attempts: int, slot: Slot
@@ -291,6 +317,8 @@ class Pipeline:
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
         rate_limit = self.received(request, response, attempts)
+        if call.trace is not None:
+            call.trace.received(response)
         if not response.is_success:
             if call.stream or call.streamed:
                 yield from self._read_and_close(request, response, attempts)
@@ -358,13 +386,12 @@ class Pipeline:
             yield Close(body)
             yield Close(response)
             raise
+        on_close = tally.closer(slot.take())
+        if call.trace is not None:
+            call.trace.first_chunk()
+            on_close = call.trace.stream_closer(on_close, decoder)
         stream = self.stream_type()(
-            response,
-            decoder,
-            body,
-            head,
-            on_chunk=self.state.observe,
-            on_close=tally.closer(slot.take()),
+            response, decoder, body, head, on_chunk=self.state.observe, on_close=on_close
         )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
@@ -447,22 +474,3 @@ class Pipeline:
             return self.stream_type()(response, decoder, on_chunk=self.state.observe)
 
         return open_stream
-
-
-def fetch_call(url: str, timeout: float | None = None) -> APICall[bytes]:
-    """A GET of a file result's URL (the key goes only to the gateway's own host); with a
-    ``timeout``, one attempt within it (showing a result in a notebook must not hang)."""
-    options: RequestOptions = {"extra_headers": {"Accept": "*/*"}}
-    if timeout is not None:
-        options = {**options, "timeout": timeout, "max_retries": 0}
-    return APICall("GET", url, parse=bytes, options=options)
-
-
-def _model_of(body: bytes | None) -> str | None:
-    """The ``model`` of a JSON body (read only when a call fails)."""
-    try:
-        data = json.loads(body) if body else None
-    except ValueError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None

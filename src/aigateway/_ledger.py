@@ -12,6 +12,7 @@ counted in ``uncounted``). A top-up during the client's life is not seen.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,7 +36,14 @@ from .errors import (
 if TYPE_CHECKING:
     from ._state import ClientState
 
-__all__ = ["CreditBudget", "FailedAttempt", "FallbackInfo", "ModelUsage", "UsageLedger"]
+__all__ = [
+    "CreditBudget",
+    "FailedAttempt",
+    "FallbackInfo",
+    "ModelUsage",
+    "UsageLedger",
+    "model_of",
+]
 
 _UNKNOWN_MODEL = "(unknown)"
 
@@ -305,3 +313,13 @@ class StreamTally:
             self._state.ledger.record_reply(self)
 
         return close
+
+
+def model_of(body: bytes | None) -> str | None:
+    """The ``model`` of a JSON body (read when a call fails, or for a trace)."""
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from ._client import AsyncClient, Client
     from ._config import Secret
     from ._http import RawResponse, new_idempotency_key
-    from ._limits import RateLimit
     from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
+    from ._limits import RateLimit
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._retry import RetryPolicy
     from ._streaming import AsyncStream, Stream

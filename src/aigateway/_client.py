@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     import anyio
 
     from ._limits import RateLimit
-    from .shared import RedisState
-
     from .resources.chat import AsyncChat, Chat
     from .resources.data import (
         AsyncDatabases,
@@ -47,6 +45,7 @@ if TYPE_CHECKING:
     from .resources.models import AsyncModels, Models
     from .resources.run import AsyncRun, Run
     from .resources.web import AsyncSocial, AsyncWeb, Social, Web
+    from .shared import RedisState
 
 __all__ = ["AsyncClient", "Client"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._commands import Flow

@@ -331,3 +331,20 @@ def test_a_missing_extra_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
     with pytest.raises(ImportError, match=r"aigateway\[otel\]"):
         Client(api_key="sk-x", base_url="http://gateway.test/v1", tracing=True)
+
+
+async def test_a_call_with_shared_limits_is_traced_too(
+    kind: str, provider: TracerProvider, exporter: InMemorySpanExporter, redis_url: str
+) -> None:
+    from aigateway.shared import RedisState
+
+    gateway = MockGateway()
+    client = traced(gateway, kind, provider, shared_state=RedisState(redis_url))
+    try:
+        await chat(client, model="gpt-4o-mini")
+    finally:
+        await resolve(client.close())
+    span = only_span(exporter)
+    assert span.name == "chat gpt-4o-mini"
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.usage.output_tokens"] > 0

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import anyio
     from opentelemetry.trace import TracerProvider
 
+    from ._limits import RateLimit
     from .resources.chat import AsyncChat, Chat
     from .resources.data import (
         AsyncDatabases,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .resources.models import AsyncModels, Models
     from .resources.run import AsyncRun, Run
     from .resources.web import AsyncSocial, AsyncWeb, Social, Web
+    from .shared import RedisState
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -93,6 +95,10 @@ class Client(BaseClient[SyncPipeline], Closing):
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
             the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
+        shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
+            and idempotency keys of actions are shared by every process on the key.
+        rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
+            from the gateway's replies; implies ``wait_for_rate_limit``.
     """
 
     _slots_type = threading.BoundedSemaphore
@@ -116,6 +122,8 @@ class Client(BaseClient[SyncPipeline], Closing):
         stream_deadline: float | None = None,
         max_credits: float | None = None,
         tracing: bool | TracerProvider = False,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -136,6 +144,8 @@ class Client(BaseClient[SyncPipeline], Closing):
             stream_deadline=stream_deadline,
             max_credits=max_credits,
             tracing=tracing,
+            shared_state=shared_state,
+            rate_limit=rate_limit,
         )
 
     chat: LazyResource[Chat] = LazyResource(
@@ -247,6 +257,10 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
             the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
+        shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
+            and idempotency keys of actions are shared by every process on the key.
+        rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
+            from the gateway's replies; implies ``wait_for_rate_limit``.
     """
 
     @staticmethod
@@ -274,6 +288,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         stream_deadline: float | None = None,
         max_credits: float | None = None,
         tracing: bool | TracerProvider = False,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -294,6 +310,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             stream_deadline=stream_deadline,
             max_credits=max_credits,
             tracing=tracing,
+            shared_state=shared_state,
+            rate_limit=rate_limit,
         )
 
     chat: LazyResource[AsyncChat] = LazyResource(
@@ -372,4 +390,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         """Close the connection pool (unless it was passed in as ``http_client``)."""
         if not self._closed and self._owns_http_client:
             await self._pipeline.http_client.aclose()
+            shared = self._pipeline.state.shared
+            if shared is not None:
+                await shared.state._aclose()
         self._closed = True

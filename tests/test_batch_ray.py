@@ -1,0 +1,196 @@
+"""Batches on Ray: one local Ray for the module, its actors sending to a served mock gateway.
+
+Ray's actors run in other processes, so they reach the mock over HTTP (``gateway.serve()``) and
+import aigateway from this checkout (the fixture gives them its ``src`` on PYTHONPATH).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import aigateway
+from aigateway.errors import InvalidRequestError, NotFoundError
+from aigateway.helpers.ray import _Fault, _run_on_ray, run_batch_on_ray
+from aigateway.testing import MockGateway
+
+ray = pytest.importorskip("ray")
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray (2 CPUs, no dashboard, workers' logs kept out of the test output); its
+    workers inherit this process's environment, with this checkout's ``src`` first."""
+    old_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), old_path]))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        configure_logging=False,
+    )
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if old_path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old_path
+
+
+def chat_items(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"q{n}",
+            "model": "gpt-4o-mini",
+            "messages": [{"role": "user", "content": f"Tell me fact number {n}"}],
+        }
+        for n in range(count)
+    ]
+
+
+def sent_contents(gateway: MockGateway) -> collections.Counter[str]:
+    """How many times each item's question reached the gateway."""
+    return collections.Counter(
+        json.loads(request.body)["messages"][0]["content"]
+        for request in gateway.requests
+        if request.path.endswith("/chat/completions")
+    )
+
+
+def test_results_equal_run_batch_and_the_ledger_is_exact(local_ray: None) -> None:
+    items: list[Any] = chat_items(9)
+    items.append({"id": "lost", "model": "no-such-model", "messages": items[0]["messages"]})
+    items.append({"id": "hot", "model": "gpt-4o-mini", "messages": [], "temperature": 7})
+    items.append("not a dict")
+
+    gateway = MockGateway(seed=SEED, rate_limits="unlimited", credits=100)
+    with gateway.serve() as url:
+        results = run_batch_on_ray(
+            items,
+            client_options={"api_key": gateway.api_key, "base_url": url, "max_retries": 0},
+            concurrency=2,
+            batch_size=3,
+            progress=False,
+        )
+
+    def in_process(seed: int) -> tuple[aigateway.BatchResult, MockGateway]:
+        local = MockGateway(seed=seed, rate_limits="unlimited", credits=100)
+        with local.client(max_retries=0) as client:
+            return aigateway.run_batch(client, items, progress=False), local
+
+    expected, local = in_process(SEED)
+    again, _ = in_process(SEED)
+    other, _ = in_process(SEED + 1)
+
+    def texts(batch: aigateway.BatchResult) -> list[str | None]:
+        return [result.value.text if result.ok else None for result in batch]
+
+    assert texts(expected) == texts(again)  # the mock is deterministic by seed
+    assert texts(expected) != texts(other)
+    assert [r.id for r in results] == [r.id for r in expected]
+    assert [r.index for r in results] == list(range(len(items)))
+    assert texts(results) == texts(expected)
+    assert [type(r.error) for r in results] == [type(r.error) for r in expected]
+    assert isinstance(results[9].error, NotFoundError)
+    assert results[9].error.status_code == 404
+    assert isinstance(results[10].error, InvalidRequestError)
+    assert isinstance(results[11].error, InvalidRequestError)
+
+    # the ledger: one charge per reply, for the tokens the replies report, the same total
+    assert len(gateway.charges) == len(results.ok) == 9
+    assert sorted((c.prompt_tokens, c.completion_tokens) for c in gateway.charges) == sorted(
+        (r.value.usage.prompt_tokens, r.value.usage.completion_tokens) for r in results.ok
+    )
+    assert sum(c.amount for c in gateway.charges) == pytest.approx(
+        sum(c.amount for c in local.charges)
+    )
+    # every valid item went out once; the bad ones never left the driver but the 404 did
+    assert sum(sent_contents(gateway).values()) == 10
+
+
+def test_a_checkpoint_resumes_without_sending_an_item_twice(
+    local_ray: None, tmp_path: Path
+) -> None:
+    items = chat_items(10)
+    path = tmp_path / "batch.jsonl"
+    gateway = MockGateway(seed=SEED, rate_limits="unlimited", credits=100)
+    with gateway.serve() as url:
+        options = {"api_key": gateway.api_key, "base_url": url}
+        # the first run stops after 4 items; it reads them from a Ray Data Dataset
+        first = run_batch_on_ray(
+            ray.data.from_items(items[:4]), client_options=options, checkpoint=path
+        )
+        assert len(path.read_text().splitlines()) == 4
+        resumed = run_batch_on_ray(items, client_options=options, checkpoint=path)
+
+    assert [r.id for r in first] == ["q0", "q1", "q2", "q3"]
+    assert [r.from_checkpoint for r in resumed] == [True] * 4 + [False] * 6
+    assert [r.value.text for r in resumed[:4]] == [r.value.text for r in first]
+    assert all(r.ok for r in resumed)
+    assert sent_contents(gateway) == {f"Tell me fact number {n}": 1 for n in range(10)}
+    assert len(gateway.charges) == 10
+    assert sorted(json.loads(line)["id"] for line in path.read_text().splitlines()) == sorted(
+        item["id"] for item in items
+    )
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_dying_worker_loses_and_doubles_nothing(
+    local_ray: None, tmp_path: Path, when: str
+) -> None:
+    """The actor sending q5 exits; Ray restarts it and runs its share again. Killed after
+    the reply came, q5's request went out twice, but its idempotency key (fixed for the whole
+    batch) makes the gateway replay the reply: every item charged once."""
+    items = chat_items(8)
+    flag = tmp_path / "died"
+    path = tmp_path / "batch.jsonl"
+    gateway = MockGateway(seed=SEED, rate_limits="unlimited", credits=100)
+    with gateway.serve() as url:
+        results = _run_on_ray(
+            items,
+            client_options={"api_key": gateway.api_key, "base_url": url},
+            batch_size=2,
+            checkpoint=path,
+            progress=False,
+            fault=_Fault("q5", str(flag), when),  # type: ignore[arg-type]
+        )
+
+    assert flag.exists()  # the worker did die
+    assert [r.id for r in results] == [item["id"] for item in items]
+    assert all(r.ok for r in results)
+    sent = sent_contents(gateway)
+    assert sent["Tell me fact number 5"] == (2 if when == "after" else 1)
+    # the dead worker's other item may have gone out before it died: then again, replayed
+    assert set(sent.values()) <= {1, 2}
+    assert sum(sent.values()) <= len(items) + 2
+    assert len(gateway.charges) == 8  # each item charged exactly once
+    lines = [json.loads(line)["id"] for line in path.read_text().splitlines()]
+    assert sorted(lines) == sorted(item["id"] for item in items)
+
+
+def test_bad_options_are_refused_before_anything_starts() -> None:
+    with pytest.raises(InvalidRequestError, match="api_kye"):
+        run_batch_on_ray([], client_options={"api_kye": "sk-x"})
+    with pytest.raises(InvalidRequestError, match="must pickle"):
+        run_batch_on_ray([], client_options={"transport": httpx.MockTransport(lambda r: None)})  # type: ignore[arg-type,return-value]
+    with pytest.raises(InvalidRequestError, match="concurrency"):
+        run_batch_on_ray([], client_options={}, concurrency=0)
+    with pytest.raises(InvalidRequestError, match="a list of request dicts"):
+        run_batch_on_ray({"model": "gpt-4o-mini"}, client_options={})

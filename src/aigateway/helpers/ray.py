@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_batch_on_ray"]
 
+
 def run_batch_on_ray(
     requests: Iterable[Mapping[str, Any]] | Any,
     *,
@@ -178,21 +179,21 @@ class _Worker:
     """A Ray actor's state: one client for its lifetime; each call sends a share of items."""
 
     def __init__(
-        self, client_options: dict[str, Any], kind: str, fault: _Fault | None = None
+        self, client_options: dict[str, Any], kind: str, faults: tuple[_Fault, ...] = ()
     ) -> None:
         from .._client import Client
 
         self.client = Client(**client_options)
         self.send = _CALLS[kind]
-        self.fault = fault
+        self.faults = faults
 
     def call(self, client: Client, entry: tuple[str | int, Any]) -> Any:
         key, payload = entry
-        if self.fault is not None:
-            self.fault.strike(key, "before")
+        for fault in self.faults:
+            fault.strike(key, "before")
         value = self.send(client, payload)
-        if self.fault is not None:
-            self.fault.strike(key, "after")
+        for fault in self.faults:
+            fault.strike(key, "after")
         return value
 
     # Ray Data hands over a batch as a dict of numpy columns (Ray is typed loosely: Any).
@@ -228,9 +229,9 @@ def _run_on_ray(
     kind: BatchKind = "chat",
     checkpoint: str | PathLike[str] | None = None,
     progress: bool | ProgressBar | None = None,
-    fault: _Fault | None = None,
+    faults: tuple[_Fault, ...] = (),
 ) -> BatchResult:
-    """`run_batch_on_ray`, with a test hook: ``fault`` kills a worker on one item."""
+    """`run_batch_on_ray`, with a test hook: each of ``faults`` kills a worker once."""
     options = _check_options(client_options, concurrency, batch_size)
     ray_data: Any = require("ray.data", "ray", "a batch on Ray")  # Ray's typing is partial
     batch = _BatchRun(
@@ -256,7 +257,7 @@ def _run_on_ray(
         if rows:
             outcomes = ray_data.from_items(rows).map_batches(
                 _Worker,
-                fn_constructor_kwargs={"client_options": options, "kind": kind, "fault": fault},
+                fn_constructor_kwargs={"client_options": options, "kind": kind, "faults": faults},
                 compute=ray_data.ActorPoolStrategy(size=concurrency),
                 batch_size=batch_size,
                 batch_format="numpy",

@@ -184,6 +184,22 @@ def test_dying_workers_lose_and_double_nothing(local_ray: None, tmp_path: Path) 
     assert sorted(lines) == sorted(item["id"] for item in items)
 
 
+def test_the_docs_local_example_runs(
+    local_ray: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/ray.md's first example, as it stands, on this module's Ray (its ``ray.init`` and
+    ``ray.shutdown`` leave that Ray alone; it is too slow for the docs' 30 s block runner)."""
+    page = (SRC.parent / "docs" / "ray.md").read_text(encoding="utf-8")
+    code = page.split("This runs as pasted", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    exec(compile(code, "docs/ray.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "<BatchResult 7 items: 6 ok, 1 failed>"
+    assert printed[-2] == "lost NotFoundError"
+    assert printed[-1] == "6 charges"
+
+
 def test_bad_options_are_refused_before_anything_starts() -> None:
     with pytest.raises(InvalidRequestError, match="api_kye"):
         run_batch_on_ray([], client_options={"api_kye": "sk-x"})

@@ -247,11 +247,13 @@ class _Pause:
 
 
 class _BatchRun:
-    """A batch's state, shared by both drivers: items, results, checkpoint, bar, credits."""
+    """A batch's state, shared by every driver: items, results, checkpoint, bar, credits.
+
+    ``balance`` is the client's credits before the batch, when known."""
 
     def __init__(
         self,
-        client: Client | AsyncClient,
+        balance: float | None,
         items: Iterable[Any],
         *,
         kind: BatchKind,
@@ -284,7 +286,7 @@ class _BatchRun:
                 self.results[item.index] = ItemResult(item.index, item.key, value, error, True)
         self.pending = [item for item in self.items if item.key not in done]
         self.failed = sum(1 for r in self.results if r is not None and not r.ok)
-        self.credits = _Credits(client.remaining_credits)
+        self.credits = _Credits(balance)
         self.pause = _Pause(clock)
         self._lock = threading.Lock()
         self.bar: ProgressBar | None = None
@@ -365,7 +367,7 @@ def run_batch(
     then re-raises.
     """
     batch = _BatchRun(
-        client,
+        client.remaining_credits,
         items,
         kind=kind,
         call=call,
@@ -436,7 +438,7 @@ async def arun_batch(
     import anyio
 
     batch = _BatchRun(
-        client,
+        client.remaining_credits,
         items,
         kind=kind,
         call=call,

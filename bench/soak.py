@@ -218,6 +218,7 @@ async def _run(url: str, gateway: Any, requests: int, streams: int, options: Any
         began = time.perf_counter()
         await body(client, count, concurrency, phase)
         phase.seconds = time.perf_counter() - began
+        _progress(phase)
     injected = round(requests // 10 * options.fault_rate)
     if injected:
         phase = Phase(f"{requests // 10:,} requests, {injected} injected 503s")
@@ -227,6 +228,7 @@ async def _run(url: str, gateway: Any, requests: int, streams: int, options: Any
         began = time.perf_counter()
         await _chat(client.with_options(max_retries=0), requests // 10, concurrency, phase)
         phase.seconds = time.perf_counter() - began
+        _progress(phase)
     # A last call, so the client sees the balance after the abandoned streams' charges.
     await client.chat.completions.create(model=MODEL, messages=MESSAGES)
     report.tcp_during = tcp_connections(port)
@@ -246,6 +248,10 @@ async def _run(url: str, gateway: Any, requests: int, streams: int, options: Any
     report.client_credits = Decimal(str(client.usage.credits)).quantize(Decimal("1e-6"))
     report.mock_credits = balance_seen - _balance(gateway)
     return report
+
+
+def _progress(phase: Phase) -> None:
+    print(f"  {phase.name}: done in {phase.seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 def _balance(gateway: Any) -> Decimal:

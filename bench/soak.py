@@ -185,14 +185,22 @@ async def _streams(client: Any, count: int, concurrency: int, phase: Phase) -> N
 
 
 async def _run(url: str, gateway: Any, requests: int, streams: int, options: Any) -> SoakReport:
+    import httpx
+
     from aigateway import AsyncClient
 
     report = SoakReport()
     port = int(url.split(":")[2].split("/")[0])
     concurrency = options.concurrency
 
+    # The server shares this process (and its GIL): on a busy machine accepting a connection
+    # can take longer than the default 5 s connect timeout, which is not what is measured here.
+    timeout = httpx.Timeout(600.0, connect=options.connect_timeout)
+
     def new_client() -> AsyncClient:
-        return AsyncClient(api_key=gateway.api_key, base_url=url, max_concurrency=concurrency)
+        return AsyncClient(
+            api_key=gateway.api_key, base_url=url, max_concurrency=concurrency, timeout=timeout
+        )
 
     # A first client does the lazy imports and the server's first connection unmeasured.
     async with new_client() as client:
@@ -289,6 +297,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--time-limit", type=float, default=300.0, help="stop after this many seconds (300)"
+    )
+    parser.add_argument(
+        "--connect-timeout", type=float, default=30.0, help="seconds to connect (30)"
     )
     parser.add_argument(
         "--tracemalloc", action="store_true", help="also the tracemalloc peak (4x slower)"

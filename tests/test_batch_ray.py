@@ -209,3 +209,43 @@ def test_bad_options_are_refused_before_anything_starts() -> None:
         run_batch_on_ray([], client_options={}, concurrency=0)
     with pytest.raises(InvalidRequestError, match="a list of request dicts"):
         run_batch_on_ray({"model": "gpt-4o-mini"}, client_options={})
+
+
+def test_actors_share_one_budget_and_one_ledger_through_redis(
+    local_ray: None, redis_url: str
+) -> None:
+    from aigateway import BudgetExceededError
+    from aigateway.shared import RedisState
+
+    state = RedisState(redis_url)
+    gateway = MockGateway(seed=SEED, rate_limits="unlimited", credits=100)
+    with gateway.serve() as url:
+        # what one reply costs here, to set a budget a few replies deep
+        with aigateway.Client(api_key=gateway.api_key, base_url=url) as probe:
+            before = gateway.credits()
+            probe.chat.completions.create(**{k: v for k, v in chat_items(1)[0].items() if k != "id"})
+            one = before - gateway.credits()
+        budget = 3.5 * one
+        spent_before = gateway.credits()
+        results = run_batch_on_ray(
+            chat_items(12),
+            client_options={
+                "api_key": gateway.api_key,
+                "base_url": url,
+                "max_retries": 0,
+                "shared_state": state,
+                "max_credits": budget,
+            },
+            concurrency=2,
+            batch_size=3,
+            progress=False,
+        )
+    spent = spent_before - gateway.credits()
+    # two actors, one budget: the spend stops within one reply's cost of it, not at twice it
+    assert budget - one <= spent <= budget + one * 1.01
+    refused = [r for r in results if not r.ok]
+    assert refused
+    assert all(isinstance(r.error, BudgetExceededError) for r in refused)
+    # the shared ledger counts what every actor was charged
+    shared = state.usage(gateway.api_key)["total"]
+    assert shared["requests"] == len(results.ok)

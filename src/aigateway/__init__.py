@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._config import Secret
     from ._http import RawResponse, new_idempotency_key
     from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
+    from ._limits import RateLimit
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._retry import RetryPolicy
     from ._streaming import AsyncStream, Stream
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
         RateLimitError,
         RateLimitInfo,
         ServiceUnavailableError,
+        SharedStateError,
+        SharedStateWarning,
         StreamConnectionError,
         StreamTimeoutError,
         StructuredOutputError,
@@ -109,6 +112,9 @@ _LAZY = {
     "RateLimitError": ".errors",
     "RateLimitInfo": ".errors",
     "ServiceUnavailableError": ".errors",
+    "SharedStateError": ".errors",
+    "SharedStateWarning": ".errors",
+    "RateLimit": "._limits",
     "StreamConnectionError": ".errors",
     "StreamTimeoutError": ".errors",
     "StructuredOutputError": ".errors",
@@ -207,6 +213,9 @@ __all__ = [
     "RunResult",
     "Secret",
     "ServiceUnavailableError",
+    "SharedStateError",
+    "SharedStateWarning",
+    "RateLimit",
     "Stream",
     "StreamConnectionError",
     "StreamedResponse",

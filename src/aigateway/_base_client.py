@@ -20,7 +20,7 @@ from ._config import (
 from ._display import card, field, guarded, plain, rate_limit_text
 from ._http import Pipeline
 from ._ledger import CreditBudget, UsageLedger
-from ._limits import RequestBudget
+from ._limits import RateLimit, RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
 from ._state import ClientState
@@ -30,6 +30,9 @@ from .errors import ConfigurationError, RateLimitInfo
 if TYPE_CHECKING:
     import anyio
     from typing_extensions import Self
+
+    from ._shared.binding import SharedBinding
+    from .shared import RedisState
 
 
 __all__ = ["BaseClient", "LazyResource"]
@@ -86,6 +89,8 @@ class BaseClient(Generic[PipelineT]):
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
         max_credits: float | None = None,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -94,6 +99,11 @@ class BaseClient(Generic[PipelineT]):
             ),
             **settings,
         )
+        if shared_state is not None or rate_limit is not None:
+            check_shared(shared_state, rate_limit)
+            config = config.with_changes(
+                wait_for_rate_limit=config.wait_for_rate_limit or bool(rate_limit)
+            )
         ledger = UsageLedger()
         credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
         if http_client is not None and not isinstance(http_client, http_client_type):
@@ -110,6 +120,8 @@ class BaseClient(Generic[PipelineT]):
         state = ClientState(
             budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger
         )
+        if shared_state is not None:
+            state.shared = bind_shared(shared_state, rate_limit, config, state)
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
         self._pipeline = pipeline_type(
@@ -270,3 +282,33 @@ class BaseClient(Generic[PipelineT]):
                 stacklevel=2,
                 source=self,
             )
+
+
+def check_shared(shared_state: object, rate_limit: object) -> None:
+    """Refuse a shared state that is not one, or a stated rate limit without one (a stated
+    limit is waited for: it implies ``wait_for_rate_limit``)."""
+    from .shared import RedisState
+
+    if not isinstance(shared_state, RedisState):
+        raise ConfigurationError(
+            "rate_limit= is counted in a shared state: pass shared_state=RedisState(url) too"
+            if shared_state is None
+            else f"shared_state must be an aigateway.shared.RedisState, got "
+            f"{type(shared_state).__name__}"
+        )
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise ConfigurationError(
+            f"rate_limit must be an aigateway.RateLimit, got {type(rate_limit).__name__}"
+        )
+
+
+def bind_shared(
+    shared_state: RedisState, rate_limit: RateLimit | None, config: ClientConfig, state: ClientState
+) -> SharedBinding:
+    """The client's view of a shared state (``shared_state=``)."""
+    from ._shared.binding import SharedBinding
+
+    state.ledger.pending = []
+    return SharedBinding(
+        shared_state, config.api_key.reveal(), rate_limit=rate_limit, limiter=state.budget
+    )

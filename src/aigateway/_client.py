@@ -29,6 +29,7 @@ from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT
 if TYPE_CHECKING:
     import anyio
 
+    from ._limits import RateLimit
     from .resources.chat import AsyncChat, Chat
     from .resources.data import (
         AsyncDatabases,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .resources.models import AsyncModels, Models
     from .resources.run import AsyncRun, Run
     from .resources.web import AsyncSocial, AsyncWeb, Social, Web
+    from .shared import RedisState
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -90,6 +92,10 @@ class Client(BaseClient[SyncPipeline], Closing):
         stream_deadline: Seconds a whole stream may take; no limit when not given.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
+        shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
+            and idempotency keys of actions are shared by every process on the key.
+        rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
+            from the gateway's replies; implies ``wait_for_rate_limit``.
     """
 
     _slots_type = threading.BoundedSemaphore
@@ -112,6 +118,8 @@ class Client(BaseClient[SyncPipeline], Closing):
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
         max_credits: float | None = None,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self._setup(
             SyncPipeline,
@@ -131,6 +139,8 @@ class Client(BaseClient[SyncPipeline], Closing):
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
             max_credits=max_credits,
+            shared_state=shared_state,
+            rate_limit=rate_limit,
         )
 
     chat: LazyResource[Chat] = LazyResource(
@@ -240,6 +250,10 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         stream_deadline: Seconds a whole stream may take; no limit when not given.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
+        shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
+            and idempotency keys of actions are shared by every process on the key.
+        rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
+            from the gateway's replies; implies ``wait_for_rate_limit``.
     """
 
     @staticmethod
@@ -266,6 +280,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         stream_deadline: float | None = None,
         max_credits: float | None = None,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self._setup(
             AsyncPipeline,
@@ -285,6 +301,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
             max_credits=max_credits,
+            shared_state=shared_state,
+            rate_limit=rate_limit,
         )
 
     chat: LazyResource[AsyncChat] = LazyResource(
@@ -363,4 +381,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         """Close the connection pool (unless it was passed in as ``http_client``)."""
         if not self._closed and self._owns_http_client:
             await self._pipeline.http_client.aclose()
+            shared = self._pipeline.state.shared
+            if shared is not None:
+                await shared.state._aclose()
         self._closed = True

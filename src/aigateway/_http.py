@@ -187,6 +187,8 @@ class Pipeline:
         if budget is not None:
             budget.reserve()  # raises before anything is sent once the budget is spent
         try:
+            if self.state.shared is not None:  # many processes on the key: shared limits
+                return (yield from self.state.shared.run(self, call, fallbacks, budget))
             if fallbacks:
                 return (yield from self._fall_back(call, fallbacks))
             return (yield from self._call(call))
@@ -267,7 +269,14 @@ class Pipeline:
         attempts: int,
     ) -> Flow[Any]:
         """One attempt: the client-side rate limit, a concurrency slot, then the exchange."""
-        wait = self.rate_limit_wait()
+        shared = self.state.shared
+        if shared is not None and self.state.budget is not None:
+            wait = self.rate_limit_wait((yield shared.slot_wait(self.retry.now())))
+            while wait > 0:  # then count the request in the new window, like everyone else
+                yield Sleep(wait)
+                wait = self.rate_limit_wait((yield shared.slot_wait(self.retry.now())))
+        else:
+            wait = self.rate_limit_wait()
         if wait > 0:
             yield Sleep(wait)
         slots = self.state.slots
@@ -291,6 +300,8 @@ class Pipeline:
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
         rate_limit = self.received(request, response, attempts)
+        if rate_limit is not None and self.state.shared is not None:
+            yield from self.state.shared.observe(rate_limit, self.retry.now())
         if not response.is_success:
             if call.stream or call.streamed:
                 yield from self._read_and_close(request, response, attempts)
@@ -370,14 +381,15 @@ class Pipeline:
 
     # Book-keeping
 
-    def rate_limit_wait(self) -> float:
+    def rate_limit_wait(self, shared_wait: float | None = None) -> float:
         """How long to wait before sending, by the client-side limiter (0 when it is off, when
         the window has requests left, or when the wait would be beyond the retry cap: then the
-        request goes and the gateway's 429 says how long, raised at once)."""
+        request goes and the gateway's 429 says how long, raised at once); ``shared_wait``:
+        the shared state's answer instead of this process's limiter."""
         budget = self.state.budget
         if budget is None:
             return 0.0
-        wait = budget.reserve(self.retry.now())
+        wait = budget.reserve(self.retry.now()) if shared_wait is None else shared_wait
         if wait > self.retry.max_wait:
             return 0.0
         if wait > 0 and logger.isEnabledFor(logging.DEBUG):

@@ -89,6 +89,15 @@ class UsageLedger:
         self._credits: dict[str, Decimal] = {}
         self._lowest_balance: Decimal | None = None
         self._spent = Decimal(0)
+        self.pending: list[tuple[str, object, object, int, int, str]] | None = None
+        """With a shared state: the calls that ended since it was last told (`drain`)."""
+
+    def drain(self) -> list[tuple[str, object, object, int, int, str]]:
+        """The calls that ended since the last drain: model, stated cost, balance, prompt and
+        completion tokens, error class ('' for a reply)."""
+        with self._lock:
+            ended, self.pending = self.pending or [], []
+            return ended
 
     @property
     def credits(self) -> float:
@@ -117,8 +126,13 @@ class UsageLedger:
                     self._lowest_balance = balance
             entry = self._models.setdefault(model, ModelUsage())
             entry.requests += 1
-            entry.prompt_tokens += prompt if isinstance(prompt, int) else 0
-            entry.completion_tokens += completion if isinstance(completion, int) else 0
+            prompt = prompt if isinstance(prompt, int) else 0
+            completion = completion if isinstance(completion, int) else 0
+            entry.prompt_tokens += prompt
+            entry.completion_tokens += completion
+            if self.pending is not None:
+                raw_balance = getattr(reply, "remaining_credits", None)
+                self.pending.append((model, stated, raw_balance, prompt, completion, ""))
             if charge is None:
                 entry.uncounted += 1
             else:
@@ -134,6 +148,8 @@ class UsageLedger:
             entry = self._models.setdefault(model or _UNKNOWN_MODEL, ModelUsage())
             entry.requests += 1
             entry.failures[name] = entry.failures.get(name, 0) + 1
+            if self.pending is not None:
+                self.pending.append((model or _UNKNOWN_MODEL, None, None, 0, 0, name))
 
     def by_model(self) -> dict[str, ModelUsage]:
         """A copy of the usage of each model, in first-use order."""

@@ -9,10 +9,46 @@ the pipeline does the waiting with the retry policy's sleep, so tests never slee
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
-from .errors import RateLimitInfo
+from .errors import ConfigurationError, RateLimitInfo
 
-__all__ = ["RequestBudget"]
+__all__ = ["RateLimit", "RequestBudget"]
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A rate limit the caller states (``rate_limit=``) instead of waiting to learn it from
+    the gateway's ``X-RateLimit-*`` replies: ``requests`` per ``window`` seconds. ``tokens``
+    is kept for the record; only requests are counted before sending."""
+
+    requests: int
+    window: float = 60.0
+    tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.requests, bool)
+            or not isinstance(self.requests, int)
+            or self.requests < 1
+        ):
+            raise ConfigurationError(
+                f"RateLimit.requests must be an integer >= 1, got {self.requests!r}"
+            )
+        if (
+            isinstance(self.window, bool)
+            or not isinstance(self.window, (int, float))
+            or not self.window > 0
+        ):
+            raise ConfigurationError(
+                f"RateLimit.window must be a number of seconds > 0, got {self.window!r}"
+            )
+        if self.tokens is not None and (
+            isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1
+        ):
+            raise ConfigurationError(
+                f"RateLimit.tokens must be an integer >= 1 or None, got {self.tokens!r}"
+            )
 
 
 class RequestBudget:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import anyio
     import httpx
 
+    from ._shared.binding import SharedBinding
+
 __all__ = ["ClientState"]
 
 
@@ -34,6 +36,8 @@ class ClientState:
     warned_low_balance: bool = False
     ledger: UsageLedger = field(default_factory=UsageLedger)
     """What the client and its copies spent (``client.usage``)."""
+    shared: SharedBinding | None = None
+    """The state shared with other processes on the key (``shared_state=``), or None."""
 
     def observe(self, response: httpx.Response, parsed: object) -> None:
         """Remember the credits of a reply (or stream chunk); warn once of a low balance."""

@@ -68,6 +68,8 @@ __all__ = [
     "RateLimitError",
     "RateLimitInfo",
     "ServiceUnavailableError",
+    "SharedStateError",
+    "SharedStateWarning",
     "StreamConnectionError",
     "StreamTimeoutError",
     "StructuredOutputError",
@@ -132,6 +134,16 @@ class BudgetExceededError(AIGatewayError):
 
     max_credits: float = 0.0
     spent: float = 0.0
+
+
+class SharedStateError(AIGatewayError):
+    """The shared state (``shared_state=``, e.g. Redis) could not be reached or answered
+    wrongly; with ``on_unavailable="raise"`` the call was not sent."""
+
+
+class SharedStateWarning(AIGatewayError, UserWarning):
+    """The shared state is unreachable and ``on_unavailable="local"``: this process falls back
+    to its own limits (warned once per state object)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,156 @@
+"""The Lua scripts that keep the shared state, written once for the sync and async clients.
+
+Each runs atomically in Redis, so many processes reserving at once never see a half-done
+update. Numbers come in as strings and go back as strings (Redis would truncate Lua numbers
+to integers). Every key a script writes gets an expiry (``ttl`` milliseconds).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ACT_CLAIM", "ACT_DONE", "BUDGET_RESERVE", "RATE_OBSERVE", "RATE_RESERVE", "SETTLE"]
+
+RATE_RESERVE = """
+-- KEYS[1]: the key's rate-limit hash. ARGV: now, ttl, cap, cap_window (cap 0: none).
+-- Counts one request in the current window; returns the seconds to wait ('0': go now).
+local k = KEYS[1]
+local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cap, cap_window = tonumber(ARGV[3]), tonumber(ARGV[4])
+if cap > 0 then
+  local stored = tonumber(redis.call('HGET', k, 'cap'))
+  if not stored or cap < stored then
+    redis.call('HSET', k, 'cap', cap, 'cap_window', cap_window)
+  end
+end
+local f = redis.call('HMGET', k, 'limit', 'cap', 'cap_window', 'window', 'reset', 'used')
+local limit, window = tonumber(f[1]), tonumber(f[4])
+local stated = tonumber(f[2])
+if stated then
+  if not limit or stated < limit then limit = stated end
+  window = tonumber(f[3])
+end
+if not limit then return '0' end
+local reset, used = tonumber(f[5]), tonumber(f[6]) or 0
+if not reset or now >= reset then
+  if not window then
+    redis.call('HDEL', k, 'reset', 'used')
+    return '0'
+  end
+  if not reset then
+    reset = now + window
+  else
+    reset = reset + window * (math.floor((now - reset) / window) + 1)
+  end
+  used = 0
+end
+redis.call('PEXPIRE', k, ttl)
+if used < limit then
+  redis.call('HSET', k, 'used', used + 1, 'reset', reset)
+  return '0'
+end
+redis.call('HSET', k, 'used', used, 'reset', reset)
+return tostring(reset - now)
+"""
+
+RATE_OBSERVE = """
+-- KEYS[1]: the key's rate-limit hash. ARGV: limit, remaining, reset_at, window, now, ttl.
+-- The gateway's word from a reply: its limit, what is used of its window, when it resets.
+local k = KEYS[1]
+local limit, remaining = tonumber(ARGV[1]), tonumber(ARGV[2])
+local reset_at, window = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, ttl = tonumber(ARGV[5]), tonumber(ARGV[6])
+if reset_at <= now then return '0' end
+local f = redis.call('HMGET', k, 'reset', 'used', 'window')
+local reset, used = tonumber(f[1]), tonumber(f[2]) or 0
+local known = tonumber(f[3])
+local taken = math.max(0, limit - remaining)
+if not reset or reset_at > reset + 0.5 then
+  used = taken
+elseif reset_at < reset - 0.5 then
+  used = math.max(used, taken)
+else
+  used = math.max(used, taken)
+  reset_at = reset
+end
+if known and known > window then window = known end
+redis.call('HSET', k, 'limit', limit, 'reset', reset_at, 'used', used, 'window', window)
+redis.call('PEXPIRE', k, ttl)
+return '1'
+"""
+
+BUDGET_RESERVE = """
+-- KEYS[1]: a budget hash. ARGV: max_credits, ttl.
+-- Returns {'1', estimate} (a place taken) or {'0', spent} (the budget is spent).
+local k = KEYS[1]
+local max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local f = redis.call('HMGET', k, 'spent', 'reserved', 'last')
+local spent, reserved = tonumber(f[1]) or 0, tonumber(f[2]) or 0
+local last = tonumber(f[3]) or 0
+if spent + reserved >= max then return {'0', tostring(spent)} end
+redis.call('HSET', k, 'reserved', reserved + last)
+redis.call('PEXPIRE', k, ttl)
+return {'1', tostring(last)}
+"""
+
+SETTLE = """
+-- KEYS[1]: the usage hash, KEYS[2]: a budget hash ('' in ARGV[3]: none).
+-- ARGV: estimate, ttl, budget flag, then six fields per call that ended:
+-- model, stated cost, remaining balance, prompt tokens, completion tokens, error class.
+-- A cost is the stated one, else how far the balance fell below the lowest seen.
+local usage, budget = KEYS[1], KEYS[2]
+local estimate, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local total = 0
+local i = 4
+while i + 5 <= #ARGV do
+  local model, charge, balance = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local m = 'model:' .. model .. ':'
+  if balance then
+    local lowest = tonumber(redis.call('HGET', usage, 'lowest_balance'))
+    if not charge and lowest then charge = math.max(0, lowest - balance) end
+    if not lowest or balance < lowest then
+      redis.call('HSET', usage, 'lowest_balance', tostring(balance))
+    end
+  end
+  redis.call('HINCRBY', usage, 'requests', 1)
+  redis.call('HINCRBY', usage, m .. 'requests', 1)
+  redis.call('HINCRBY', usage, 'prompt_tokens', tonumber(ARGV[i + 3]))
+  redis.call('HINCRBY', usage, m .. 'prompt_tokens', tonumber(ARGV[i + 3]))
+  redis.call('HINCRBY', usage, 'completion_tokens', tonumber(ARGV[i + 4]))
+  redis.call('HINCRBY', usage, m .. 'completion_tokens', tonumber(ARGV[i + 4]))
+  if ARGV[i + 5] ~= '' then
+    redis.call('HINCRBY', usage, 'failures', 1)
+    redis.call('HINCRBY', usage, m .. 'failures', 1)
+  elseif charge then
+    redis.call('HINCRBYFLOAT', usage, 'credits', tostring(charge))
+    redis.call('HINCRBYFLOAT', usage, m .. 'credits', tostring(charge))
+    total = total + charge
+  else
+    redis.call('HINCRBY', usage, 'uncounted', 1)
+  end
+  i = i + 6
+end
+if #ARGV >= 4 then redis.call('PEXPIRE', usage, ttl) end
+if ARGV[3] == '1' then
+  local reserved = tonumber(redis.call('HGET', budget, 'reserved')) or 0
+  redis.call('HSET', budget, 'reserved', tostring(math.max(0, reserved - estimate)))
+  if total > 0 then
+    redis.call('HINCRBYFLOAT', budget, 'spent', tostring(total))
+    redis.call('HSET', budget, 'last', tostring(total))
+  end
+  redis.call('PEXPIRE', budget, ttl)
+end
+return tostring(total)
+"""
+
+ACT_CLAIM = """
+-- KEYS[1]: an act's key. ARGV: a fresh idempotency key, ttl.
+-- The first sender stores its key; a sender while it is unconfirmed gets that key back.
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
+return redis.call('GET', KEYS[1])
+"""
+
+ACT_DONE = """
+-- KEYS[1]: an act's key. ARGV: its idempotency key. The act was performed: forget it, so a
+-- later identical act is a new one (unless another sender already replaced the key).
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""

@@ -96,11 +96,12 @@ def warm_up(ready: Any = None, gate: Any = None, start: Any = None) -> None:
         ready.wait(timeout=120)
 
 
-def send_chats(job: Job, count: int, model: str = "gpt-4o-mini") -> int:
+def send_chats(job: Job, count: int, model: str = "gpt-4o-mini", together: bool = True) -> int:
     """Send ``count`` chat requests, waiting for the rate limit, all workers starting at
-    once; returns how many succeeded."""
+    once (unless ``together`` is false); returns how many succeeded."""
     with job.client() as client:
-        job.clock.wait_for_the_start()
+        if together:
+            job.clock.wait_for_the_start()
         for _ in range(count):
             client.chat.completions.create(model=model, **CHAT)  # type: ignore[arg-type]
     return count

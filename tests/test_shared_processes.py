@@ -44,12 +44,14 @@ pytest.importorskip("redis")
 from aigateway.shared import RedisState  # noqa: E402  (after the skips: needs the redis extra)
 
 WORKERS = 8
-SPEED = 120.0
-"""Mock seconds per wall second: a 60-request minute in half a wall second. Sending a window's
-60 requests takes the eight workers about a tenth of a wall second, so each window fills early
-and then stands idle until it ends: no request straddles a window's edge, and scheduling
-jitter of a few wall milliseconds is a fraction of a mock second. Much faster (say 1000) and
-a window would end while its requests are still being sent."""
+SPEED = 60.0
+"""Mock seconds per wall second: a 60-request minute in one wall second, the 400 requests in
+about seven. Eight warm workers send a window's 60 requests in a few tenths of a second, so
+each window fills early and then stands idle until it ends: no request is sent near a
+window's edge. Faster, on a busy machine, a window can end while its requests are still on
+their way (a few wall milliseconds are a mock second at 120 times): the gateway then counts
+one in the next window, and that window's 61st request is a 429. 120 passed on a quiet
+machine, and failed now and then on two cores loaded 7 times over."""
 MINUTE = 60.0
 
 
@@ -129,9 +131,10 @@ def test_eight_processes_share_one_keys_rate_limit(workers: Workers, redis_url: 
     admitted = [r for r in chats if r.status != 429]
     assert len(admitted) == 400
     assert all(r.status == 200 for r in admitted)
-    first_window = math.floor(chats[0].time / MINUTE)
-    per_window = Counter(math.floor(r.time / MINUTE) for r in admitted)
-    refused = Counter(math.floor(r.time / MINUTE) for r in chats if r.status == 429)
+    # windows by when the gateway received (and counted) each request, not when it answered
+    first_window = math.floor(min(r.received for r in chats) / MINUTE)
+    per_window = Counter(math.floor(r.received / MINUTE) for r in admitted)
+    refused = Counter(math.floor(r.received / MINUTE) for r in chats if r.status == 429)
     print(f"{elapsed:.1f} s wall; admitted per window {sorted(per_window.items())}; 429s {refused}")
     assert set(refused) <= {first_window}, f"429s after the first window: {refused}"
     assert max(per_window.values()) <= 60
@@ -142,20 +145,19 @@ def test_eight_processes_share_one_keys_rate_limit(workers: Workers, redis_url: 
 
 def test_eight_processes_share_one_credit_budget(workers: Workers, redis_url: str) -> None:
     gateway = MockGateway(rate_limits="unlimited")
-    budget = 0.05
+    budget, model = 0.05, "claude-3-opus"  # about 0.00045 a call: 112 calls
     with gateway.serve(clock_speed=SPEED) as url:
-        job = Job(
-            url,
-            gateway.api_key,
-            mock_time(gateway),
-            RedisState(redis_url, on_unavailable="raise", timeout=0.5),
-            {"max_credits": budget},
-        )
+        state = RedisState(redis_url, on_unavailable="raise", timeout=0.5)
+        job = Job(url, gateway.api_key, mock_time(gateway), state, {"max_credits": budget})
+        # A cost is read from how far the balance fell, so the first reply seen on the key has
+        # none: one call first, so the shared ledger knows a balance before the race starts.
+        primer = Job(url, gateway.api_key, job.clock, state)
+        workers.pool.apply(send_chats, (primer, 1, model, False))
         sent = workers.pool.starmap(
-            chat_until_the_budget_is_spent, [(job, "claude-3-opus")] * WORKERS, chunksize=1
+            chat_until_the_budget_is_spent, [(job, model)] * WORKERS, chunksize=1
         )
-        usage = job.shared_state.usage(gateway.api_key)["total"]
-    charges = [c for c in gateway.charges if c.account_id == gateway.account.id]
+        usage = state.usage(gateway.api_key)["total"]
+    _primer, *charges = gateway.charges
     spent = float(sum(Decimal(str(c.amount)) for c in charges))
     most = max(c.amount for c in charges)
     over = spent - budget
@@ -163,11 +165,9 @@ def test_eight_processes_share_one_credit_budget(workers: Workers, redis_url: st
     print(f"  over by {over:.6f}); per process {sent}; shared usage {usage}")
     assert sum(sent) == len(charges)
     assert min(sent) >= 1  # every process took part
-    # One reply's cost cannot be known: the very first, with no earlier balance to compare
-    # (counted in "uncounted"; one for all eight processes, since they share the ledger).
-    assert usage["uncounted"] == 1
+    assert usage["uncounted"] == 1  # the primer's call only
     assert spent >= budget  # nobody stopped while the shared ledger said there was room
-    assert over <= most * (1 + usage["uncounted"]), f"over by {over:.6f}; one call: {most:.6f}"
+    assert over <= most, f"over by {over:.6f}, more than one call ({most:.6f})"
 
 
 def test_an_act_whose_reply_was_lost_is_replayed_to_another_process(redis_url: str) -> None:

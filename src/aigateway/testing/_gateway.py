@@ -303,6 +303,7 @@ class MockGateway:
         """Answer one request; never raises (an internal failure is a 500 Error reply)."""
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
         request_id = self._ids.next("admin request" if admin else "request", "req_")
+        received = self.clock.now()
         if not admin:
             logged = self._as_logged(request)
             with self._lock:
@@ -332,7 +333,8 @@ class MockGateway:
             )
         response.headers["x-request-id"] = request_id
         if not admin:
-            self._request_log.add(request, request_id, response.status, self.clock.now())
+            answered = self.clock.now()
+            self._request_log.add(request, request_id, response.status, answered, received)
         return response
 
     def _as_logged(self, request: MockRequest) -> MockRequest:

@@ -29,6 +29,9 @@ __all__ = ["SharedBinding", "SharedCall", "usage_of"]
 
 _WINDOWS = (1.0, 60.0, 3_600.0, 86_400.0)
 """Window lengths a learnt reset delay is rounded up to (the gateway's are whole units)."""
+_MARGIN = 0.5
+"""Seconds at the end of a window left unused, so no request sent then is counted by the
+gateway in the next window (see the ``RATE_RESERVE`` script)."""
 
 
 class SharedCall:
@@ -108,7 +111,7 @@ class SharedBinding:
             self.state,
             "RATE_RESERVE",
             [f"{self.prefix}:rate"],
-            [repr(now), self._ttl, cap.requests if cap else 0, repr(cap.window) if cap else 0],
+            [now, self._ttl, cap.requests if cap else 0, cap.window if cap else 0, _MARGIN],
             parse=float,
             local=lambda: limiter.reserve(now) if limiter is not None else 0.0,
         )

@@ -10,8 +10,10 @@ from __future__ import annotations
 __all__ = ["ACT_CLAIM", "ACT_DONE", "BUDGET_RESERVE", "RATE_OBSERVE", "RATE_RESERVE", "SETTLE"]
 
 RATE_RESERVE = """
--- KEYS[1]: the key's rate-limit hash. ARGV: now, ttl, cap, cap_window (cap 0: none).
+-- KEYS[1]: the key's rate-limit hash. ARGV: now, ttl, cap, cap_window (cap 0: none), margin.
 -- Counts one request in the current window; returns the seconds to wait ('0': go now).
+-- The last ``margin`` seconds of a window are left unused: a request sent then could reach
+-- the gateway in its next window, on top of that window's full count.
 local k = KEYS[1]
 local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cap, cap_window = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -43,7 +45,7 @@ if not reset or now >= reset then
   used = 0
 end
 redis.call('PEXPIRE', k, ttl)
-if used < limit then
+if used < limit and now < reset - tonumber(ARGV[5]) then
   redis.call('HSET', k, 'used', used + 1, 'reset', reset)
   return '0'
 end

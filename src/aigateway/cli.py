@@ -7,6 +7,7 @@
     aigateway image PROMPT [--model M] [--size WxH] [--output FILE]
     aigateway mock serve [--host H] [--port N] [--rate-limits PRESET] [--credits C]
                          [--accounts N] [--seed S] [--time-to-first-token S] [--token-delay S]
+                         [--clock-speed X]
 
 Every command takes the global options ``--api-key``, ``--base-url``, ``--mock`` (an
 in-process mock gateway: no key, no network), ``--debug`` and ``--version``, before or after
@@ -137,6 +138,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--time-to-first-token", type=float, default=0.0, metavar="SECONDS")
     serve.add_argument("--token-delay", type=float, default=0.0, metavar="SECONDS")
+    serve.add_argument(
+        "--clock-speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="run the mock's clock X times as fast as the wall clock (rate-limit windows, "
+        "Retry-After); default %(default)s",
+    )
     return parser
 
 
@@ -282,8 +291,9 @@ def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         )
         err.flush()
     try:
-        with gateway.serve(host=args.host, port=port) as url:
-            out.write(f"Mock gateway serving at {url} (rate limits: {args.rate_limits})\n")
+        with gateway.serve(host=args.host, port=port, clock_speed=args.clock_speed) as url:
+            pace = f", clock x{args.clock_speed:g}" if args.clock_speed != 1.0 else ""
+            out.write(f"Mock gateway serving at {url} (rate limits: {args.rate_limits}{pace})\n")
             out.write(f"API key (mock account, {gateway.credits():g} credits): {gateway.api_key}\n")
             for account in extra:
                 out.write(f"API key (extra account): {account.key}\n")

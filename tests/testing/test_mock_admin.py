@@ -284,9 +284,11 @@ def test_the_request_log(gateway: MockGateway, admin: httpx.Client, api: httpx.C
     log = admin.get("/_mock/requests")
     assert log.json()["data"] == [
         {"method": "POST", "path": "/v1/chat/completions", "status": 200,
-         "request_id": ok.headers["x-request-id"], "time": gateway.clock.now()},
+         "request_id": ok.headers["x-request-id"], "time": gateway.clock.now(),
+         "received": gateway.clock.now()},
         {"method": "GET", "path": "/v1/nowhere", "status": 404,
-         "request_id": missing.headers["x-request-id"], "time": gateway.clock.now()},
+         "request_id": missing.headers["x-request-id"], "time": gateway.clock.now(),
+         "received": gateway.clock.now()},
     ]  # fmt: skip
     assert gateway.api_key not in log.text
     assert "uthorization" not in log.text

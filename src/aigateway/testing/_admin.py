@@ -85,6 +85,8 @@ class LoggedRequest:
     request_id: str
     time: float
     """When it was answered, on the gateway's clock."""
+    received: float
+    """When it arrived (and its rate limits were checked), on the gateway's clock."""
 
 
 class RequestLog:
@@ -94,8 +96,12 @@ class RequestLog:
         self._entries: deque[LoggedRequest] = deque(maxlen=size)
         self._lock = threading.Lock()
 
-    def add(self, request: MockRequest, request_id: str, status: int, time: float) -> None:
-        entry = LoggedRequest(request.method, request.path[:1000], status or None, request_id, time)
+    def add(
+        self, request: MockRequest, request_id: str, status: int, time: float, received: float
+    ) -> None:
+        entry = LoggedRequest(
+            request.method, request.path[:1000], status or None, request_id, time, received
+        )
         with self._lock:
             self._entries.append(entry)
 

@@ -248,16 +248,22 @@ class MockGateway:
         return MockTransport(self)
 
     def serve(
-        self, *, host: str = "127.0.0.1", port: int = 0, clock: ClockMode = "wall"
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: ClockMode = "wall",
+        clock_speed: float = 1.0,
     ) -> AbstractContextManager[str]:
         """Serve this gateway over real HTTP (and its WebSocket) with uvicorn, in a background
         thread: ``with gateway.serve() as url:`` gives the base URL (``http://127.0.0.1:<port>/v1``);
         the server stops when the block ends. Port 0 picks a free port. While serving, the clock
-        follows the wall clock, so rate limits run in real time; ``clock="manual"`` keeps it
-        where the test puts it. Needs the ``aigateway[server]`` extra."""
+        follows the wall clock, so rate limits run in real time; ``clock_speed=60`` runs it 60
+        times as fast (a rate-limit minute per real second); ``clock="manual"`` keeps it where
+        the test puts it. Needs the ``aigateway[server]`` extra."""
         from ._server import serve
 
-        return serve(self, host=host, port=port, clock=clock)
+        return serve(self, host=host, port=port, clock=clock, clock_speed=clock_speed)
 
     def client(self, *, api_key: str | None = None, **options: Any) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key).
@@ -297,6 +303,7 @@ class MockGateway:
         """Answer one request; never raises (an internal failure is a 500 Error reply)."""
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
         request_id = self._ids.next("admin request" if admin else "request", "req_")
+        received = self.clock.now()
         if not admin:
             logged = self._as_logged(request)
             with self._lock:
@@ -326,7 +333,8 @@ class MockGateway:
             )
         response.headers["x-request-id"] = request_id
         if not admin:
-            self._request_log.add(request, request_id, response.status, self.clock.now())
+            answered = self.clock.now()
+            self._request_log.add(request, request_id, response.status, answered, received)
         return response
 
     def _as_logged(self, request: MockRequest) -> MockRequest:

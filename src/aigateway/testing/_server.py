@@ -3,7 +3,7 @@
 The socket is bound before the server starts, so a busy port or an unknown host is an
 `OSError` naming them, raised by ``serve`` itself. While serving, the gateway's clock follows
 the wall clock (``clock="wall"``, the default: rate-limit windows, ``Retry-After`` and
-``X-RateLimit-Reset`` are real) or is stopped (``clock="manual"``: only the test moves it); it
+``X-RateLimit-Reset`` are real; ``clock_speed`` runs them faster) or is stopped (``clock="manual"``: only the test moves it); it
 goes back to its former mode, without jumping back in time, when the server stops.
 
 uvicorn's h11 protocol is given the ``aigateway.cut`` scope extension, which closes the
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._optional import require
 from ._asgi import CUT_EXTENSION, MockASGIApp
+from ._clock import MockClock
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
@@ -105,11 +106,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 @contextmanager
 def serve(
-    gateway: MockGateway, *, host: str = "127.0.0.1", port: int = 0, clock: ClockMode = "wall"
+    gateway: MockGateway,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    clock: ClockMode = "wall",
+    clock_speed: float = 1.0,
 ) -> Iterator[str]:
     """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL."""
     if clock not in ("wall", "manual"):
         raise ValueError(f"clock is 'wall' or 'manual', got {clock!r}")
+    MockClock(wall=lambda: 0.0).follow_wall_clock(clock_speed)  # the same check, before binding
+    if clock == "manual" and clock_speed != 1.0:
+        raise ValueError(
+            f"clock_speed paces the wall clock; a manual clock moves only when the test moves "
+            f"it, so clock='manual' takes no clock_speed (got {clock_speed!r})"
+        )
     uvicorn = _uvicorn()
     config = server_config(gateway, host=host, port=port)
     started = threading.Event()
@@ -120,9 +132,9 @@ def serve(
             started.set()
 
     sock = _bind(host, port)
-    was_manual = gateway.clock.manual
+    was_manual, was_speed = gateway.clock.manual, gateway.clock.speed
     if clock == "wall":
-        gateway.clock.follow_wall_clock()
+        gateway.clock.follow_wall_clock(clock_speed)
     else:
         gateway.clock.freeze()
     server = _Server(config)
@@ -144,4 +156,4 @@ def serve(
         if was_manual:
             gateway.clock.freeze()
         else:
-            gateway.clock.follow_wall_clock()
+            gateway.clock.follow_wall_clock(was_speed)

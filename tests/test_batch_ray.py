@@ -223,7 +223,9 @@ def test_actors_share_one_budget_and_one_ledger_through_redis(
         # what one reply costs here, to set a budget a few replies deep
         with aigateway.Client(api_key=gateway.api_key, base_url=url) as probe:
             before = gateway.credits()
-            probe.chat.completions.create(**{k: v for k, v in chat_items(1)[0].items() if k != "id"})
+            probe.chat.completions.create(
+                **{k: v for k, v in chat_items(1)[0].items() if k != "id"}
+            )
             one = before - gateway.credits()
         budget = 3.5 * one
         spent_before = gateway.credits()

@@ -149,15 +149,13 @@ def test_eight_processes_share_one_credit_budget(workers: Workers, redis_url: st
     with gateway.serve(clock_speed=SPEED) as url:
         state = RedisState(redis_url, on_unavailable="raise", timeout=0.5)
         job = Job(url, gateway.api_key, mock_time(gateway), state, {"max_credits": budget})
-        # A cost is read from how far the balance fell, so the first reply seen on the key has
-        # none: one call first, so the shared ledger knows a balance before the race starts.
-        primer = Job(url, gateway.api_key, job.clock, state)
-        workers.pool.apply(send_chats, (primer, 1, model, False))
+        # Eight processes start at once on a key whose calls' cost nobody knows yet: a cost is
+        # read from how far the balance fell, so the first reply's own is never known.
         sent = workers.pool.starmap(
             chat_until_the_budget_is_spent, [(job, model)] * WORKERS, chunksize=1
         )
         usage = state.usage(gateway.api_key)["total"]
-    _primer, *charges = gateway.charges
+    charges = gateway.charges
     spent = float(sum(Decimal(str(c.amount)) for c in charges))
     most = max(c.amount for c in charges)
     over = spent - budget
@@ -165,9 +163,9 @@ def test_eight_processes_share_one_credit_budget(workers: Workers, redis_url: st
     print(f"  over by {over:.6f}); per process {sent}; shared usage {usage}")
     assert sum(sent) == len(charges)
     assert min(sent) >= 1  # every process took part
-    assert usage["uncounted"] == 1  # the primer's call only
-    assert spent >= budget  # nobody stopped while the shared ledger said there was room
-    assert over <= most, f"over by {over:.6f}, more than one call ({most:.6f})"
+    assert usage["uncounted"] == 1  # the first reply's cost, counted at the others' average
+    # within one call's cost of the budget, either way (the first call's cost is estimated)
+    assert -most <= over <= most, f"over by {over:.6f}, more than one call ({most:.6f})"
 
 
 def test_an_act_whose_reply_was_lost_is_replayed_to_another_process(redis_url: str) -> None:

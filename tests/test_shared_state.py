@@ -406,3 +406,31 @@ def test_the_sync_client_is_thread_safe_on_one_state(gateway: MockGateway, redis
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert state.usage(gateway.api_key)["total"]["requests"] == 0  # models are not billed
+
+
+def test_costs_add_up_however_the_replies_of_many_processes_interleave(redis_url: str) -> None:
+    """Charged in the order 99.9, 99.8, 99.7, 99.6 (balances after each), the replies reach
+    the shared ledger as 99.7, 99.9, 99.8, 99.6: all but the first reply's cost is counted,
+    and the budget counts that one at the others' average."""
+    state, key = RedisState(redis_url), "sk-interleaved"
+    prefix = state.prefix(key)
+    usage, budget = f"{prefix}:usage", f"{prefix}:budget:0.4"
+    keys = [usage, budget, f"{budget}:probe"]
+    for balance in ("99.7", "99.9", "99.8", "99.6"):
+        call = ["gpt-4o-mini", "", balance, "5", "5", ""]
+        state._run("SETTLE", keys, ["0", "60000", "1", *call], before_send=False)
+    total = state.usage(key)["total"]
+    assert total["credits"] == pytest.approx(0.3)  # 99.9 - 99.6: the three later charges
+    assert total["uncounted"] == 1
+
+    def reserve(max_credits: str) -> list[str]:
+        raw = state._run(
+            "BUDGET_RESERVE", keys[1:], [max_credits, "60000", "30000"], before_send=True
+        )
+        return [part.decode() if isinstance(part, bytes) else str(part) for part in raw]
+
+    # spent: 0.3 counted + the first reply at the average 0.1 = 0.4
+    assert reserve("0.4")[0] == "0"
+    admitted, estimate = reserve("0.45")
+    assert admitted == "1"
+    assert float(estimate) == pytest.approx(0.1)  # a place reserves the average cost

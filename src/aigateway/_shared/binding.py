@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._commands import Flow
+from .._commands import Flow, Sleep
 from .._http import new_idempotency_key
 from ..errors import APIError, BudgetExceededError
 
@@ -32,6 +32,10 @@ _WINDOWS = (1.0, 60.0, 3_600.0, 86_400.0)
 _MARGIN = 0.5
 """Seconds at the end of a window left unused, so no request sent then is counted by the
 gateway in the next window (see the ``RATE_RESERVE`` script)."""
+PROBE_WAIT = 0.05
+"""Seconds between asks while the first call under a shared budget learns what a call costs."""
+PROBE_TTL_MS = 30_000
+"""How long that first call keeps the others waiting at most (should its process die)."""
 
 
 class SharedCall:
@@ -174,7 +178,11 @@ class SharedBinding:
         """Run ``flow`` (a whole call) under the shared budget; book what it cost for all."""
         estimate = 0.0
         if budget is not None:
-            estimate = yield self._reserve(budget.max_credits)
+            reserved = yield self._reserve(budget.max_credits)
+            while reserved is None:  # no cost known yet, and another call is out learning it
+                yield Sleep(PROBE_WAIT)
+                reserved = yield self._reserve(budget.max_credits)
+            estimate = reserved
         try:
             result = yield from flow
         except APIError:
@@ -187,9 +195,11 @@ class SharedBinding:
         return f"{self.prefix}:budget:{max_credits:g}"
 
     def _reserve(self, max_credits: float) -> SharedCall:
-        def parse(raw: Sequence[str]) -> float:
+        def parse(raw: Sequence[str]) -> float | None:
             if raw[0] == "1":
                 return float(raw[1])
+            if raw[0] == "2":
+                return None
             spent = float(raw[1])
             error = BudgetExceededError(
                 f"the shared credit budget of {max_credits:g} is spent ({spent:g} credits used "
@@ -202,8 +212,8 @@ class SharedBinding:
         return SharedCall(
             self.state,
             "BUDGET_RESERVE",
-            [key],
-            [repr(max_credits), self._ttl],
+            [key, f"{key}:probe"],
+            [repr(max_credits), self._ttl, PROBE_TTL_MS],
             parse=parse,
             local=lambda: 0.0,
         )
@@ -213,8 +223,9 @@ class SharedBinding:
         args: list[object] = [repr(estimate), self._ttl, "1" if budget is not None else "0"]
         for entry in ended:
             args.extend("" if value is None else value for value in entry)
-        budget_key = self._budget_key(budget.max_credits) if budget is not None else ""
-        keys = [f"{self.prefix}:usage", budget_key or f"{self.prefix}:usage"]
+        usage = f"{self.prefix}:usage"
+        budget_key = self._budget_key(budget.max_credits) if budget is not None else usage
+        keys = [usage, budget_key, f"{budget_key}:probe" if budget is not None else usage]
         return SharedCall(self.state, "SETTLE", keys, args, parse=float, before_send=False)
 
 

@@ -80,36 +80,58 @@ return '1'
 """
 
 BUDGET_RESERVE = """
--- KEYS[1]: a budget hash. ARGV: max_credits, ttl.
--- Returns {'1', estimate} (a place taken) or {'0', spent} (the budget is spent).
-local k = KEYS[1]
+-- KEYS[1]: a budget hash, KEYS[2]: its probe key. ARGV: max_credits, ttl, probe ttl (ms).
+-- Returns {'1', estimate} (a place taken), {'0', spent} (the budget is spent), or
+-- {'2', '0'} (no call's cost is known yet and a call is out learning it: ask again soon).
+-- Spent counts the calls whose cost is unknown (the first reply on a key) at the average cost
+-- of the others; a place reserves that average until its call settles.
+local k, probe = KEYS[1], KEYS[2]
 local max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-local f = redis.call('HMGET', k, 'spent', 'reserved', 'last')
+local f = redis.call('HMGET', k, 'spent', 'reserved', 'counted', 'uncounted')
 local spent, reserved = tonumber(f[1]) or 0, tonumber(f[2]) or 0
-local last = tonumber(f[3]) or 0
-if spent + reserved >= max then return {'0', tostring(spent)} end
-redis.call('HSET', k, 'reserved', reserved + last)
+local counted, uncounted = tonumber(f[3]) or 0, tonumber(f[4]) or 0
+local average = 0
+if counted > 0 then average = spent / counted end
+local used = spent + uncounted * average
+if used + reserved >= max then return {'0', tostring(used)} end
+redis.call('HSET', k, 'reserved', tostring(reserved + average))
 redis.call('PEXPIRE', k, ttl)
-return {'1', tostring(last)}
+if counted == 0 then
+  if redis.call('SET', probe, '1', 'NX', 'PX', ARGV[3]) then return {'1', '0'} end
+  return {'2', '0'}
+end
+return {'1', tostring(average)}
 """
 
 SETTLE = """
--- KEYS[1]: the usage hash, KEYS[2]: a budget hash ('' in ARGV[3]: none).
--- ARGV: estimate, ttl, budget flag, then six fields per call that ended:
+-- KEYS[1]: the usage hash, KEYS[2]: a budget hash, KEYS[3]: its probe key ('0' in ARGV[3]:
+-- no budget). ARGV: estimate, ttl, budget flag, then six fields per call that ended:
 -- model, stated cost, remaining balance, prompt tokens, completion tokens, error class.
--- A cost is the stated one, else how far the balance fell below the lowest seen.
-local usage, budget = KEYS[1], KEYS[2]
+-- A cost is the stated one, else read from the range of balances the key's replies reported:
+-- a balance below the lowest seen adds the fall; one above the highest (an earlier charge
+-- whose reply came late) adds the rise; one within adds nothing. However replies interleave,
+-- the sum is the highest balance minus the lowest: every charge but the first reply's.
+local usage, budget, probe = KEYS[1], KEYS[2], KEYS[3]
 local estimate, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-local total = 0
+local total, counted, uncounted = 0, 0, 0
 local i = 4
 while i + 5 <= #ARGV do
   local model, charge, balance = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local m = 'model:' .. model .. ':'
   if balance then
-    local lowest = tonumber(redis.call('HGET', usage, 'lowest_balance'))
-    if not charge and lowest then charge = math.max(0, lowest - balance) end
-    if not lowest or balance < lowest then
+    local f = redis.call('HMGET', usage, 'lowest_balance', 'highest_balance')
+    local lowest, highest = tonumber(f[1]), tonumber(f[2])
+    if not lowest then
+      redis.call('HSET', usage, 'lowest_balance', tostring(balance),
+        'highest_balance', tostring(balance))
+    elseif balance < lowest then
+      if not charge then charge = lowest - balance end
       redis.call('HSET', usage, 'lowest_balance', tostring(balance))
+    elseif balance > highest then
+      if not charge then charge = balance - highest end
+      redis.call('HSET', usage, 'highest_balance', tostring(balance))
+    elseif not charge then
+      charge = 0
     end
   end
   redis.call('HINCRBY', usage, 'requests', 1)
@@ -125,8 +147,10 @@ while i + 5 <= #ARGV do
     redis.call('HINCRBYFLOAT', usage, 'credits', tostring(charge))
     redis.call('HINCRBYFLOAT', usage, m .. 'credits', tostring(charge))
     total = total + charge
+    counted = counted + 1
   else
     redis.call('HINCRBY', usage, 'uncounted', 1)
+    uncounted = uncounted + 1
   end
   i = i + 6
 end
@@ -134,10 +158,10 @@ if #ARGV >= 4 then redis.call('PEXPIRE', usage, ttl) end
 if ARGV[3] == '1' then
   local reserved = tonumber(redis.call('HGET', budget, 'reserved')) or 0
   redis.call('HSET', budget, 'reserved', tostring(math.max(0, reserved - estimate)))
-  if total > 0 then
-    redis.call('HINCRBYFLOAT', budget, 'spent', tostring(total))
-    redis.call('HSET', budget, 'last', tostring(total))
-  end
+  if total > 0 then redis.call('HINCRBYFLOAT', budget, 'spent', tostring(total)) end
+  if counted > 0 then redis.call('HINCRBY', budget, 'counted', counted) end
+  if uncounted > 0 then redis.call('HINCRBY', budget, 'uncounted', uncounted) end
+  redis.call('DEL', probe)
   redis.call('PEXPIRE', budget, ttl)
 end
 return tostring(total)

@@ -30,12 +30,14 @@ from aigateway import (
     SharedStateWarning,
 )
 from aigateway.shared import RedisState
-from aigateway.testing import MockGateway
+from aigateway.testing import MockGateway, RateLimits
 
 from .conftest import in_process_client, resolve
 from .redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
+
+HELLO = [{"role": "user", "content": "Tell me about rivers"}]
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -434,3 +436,58 @@ def test_costs_add_up_however_the_replies_of_many_processes_interleave(redis_url
     admitted, estimate = reserve("0.45")
     assert admitted == "1"
     assert float(estimate) == pytest.approx(0.1)  # a place reserves the average cost
+
+
+async def test_clients_wait_for_the_window_when_its_tokens_are_spent(
+    kind: str, redis_url: str
+) -> None:
+    """The gateway counts a reply's tokens once it is known and refuses the requests after the
+    one that went over: shared clients learn the tokens left from the replies and wait."""
+    gateway = MockGateway(seed=2, rate_limits=RateLimits(tokens_per_minute=400))
+    start = gateway.clock.now()
+    async with AsyncExitStack() as stack:
+        first, second = await clients(
+            stack,
+            kind,
+            gateway,
+            2,
+            shared_state=RedisState(redis_url),
+            wait_for_rate_limit=True,
+            max_retries=0,
+        )
+        for index in range(12):  # a 429 would raise: no retries
+            client = second if index % 2 else first
+            await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=HELLO))
+    assert sum(c.prompt_tokens + c.completion_tokens for c in gateway.charges) > 400
+    # the first window's reset (a whole minute: 40 s after the mock clock's start) was waited for
+    assert gateway.clock.now() - start == 40
+
+
+async def test_without_shared_tokens_the_window_is_overrun(kind: str) -> None:
+    gateway = MockGateway(seed=2, rate_limits=RateLimits(tokens_per_minute=400))
+    async with AsyncExitStack() as stack:
+        first, second = await clients(
+            stack, kind, gateway, 2, wait_for_rate_limit=True, max_retries=0
+        )
+
+        async def send_12() -> None:
+            for index in range(12):
+                client = second if index % 2 else first
+                await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=HELLO))
+
+        with pytest.raises(RateLimitError):
+            await send_12()
+
+
+async def test_a_stated_tokens_limit_is_kept_to(kind: str, redis_url: str) -> None:
+    gateway = MockGateway(seed=2, rate_limits="unlimited")
+    start = gateway.clock.now()
+    limit = RateLimit(requests=1000, tokens=300)
+    async with in_process_client(
+        kind, gateway, shared_state=RedisState(redis_url), rate_limit=limit
+    ) as client:
+        while sum(c.prompt_tokens + c.completion_tokens for c in gateway.charges) < 300:
+            await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=HELLO))
+        assert gateway.clock.now() == start  # under the limit: no wait
+        await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=HELLO))
+    assert gateway.clock.now() - start == 60  # the window's tokens were spent: its reset

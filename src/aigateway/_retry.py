@@ -36,14 +36,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ._logging import logger
-from .errors import (
-    APIConnectionError,
-    APIError,
-    APIStatusError,
-    InsufficientCreditsError,
-    RateLimitInfo,
-    parse_number,
-)
+from ._rate_limit_info import RateLimitInfo, parse_number
+from .errors import APIConnectionError, APIError, APIStatusError, InsufficientCreditsError
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState, Retrying

@@ -24,17 +24,7 @@ from .errors import ConfigurationError, SharedStateError, SharedStateWarning
 __all__ = ["RedisState"]
 
 T = TypeVar("T")
-_SCRIPTS = {
-    name: getattr(scripts, name)
-    for name in (
-        "RATE_RESERVE",
-        "RATE_OBSERVE",
-        "BUDGET_RESERVE",
-        "SETTLE",
-        "ACT_CLAIM",
-        "ACT_DONE",
-    )
-}
+_SCRIPTS = {name: getattr(scripts, name) for name in scripts.__all__}
 
 
 class RedisState:

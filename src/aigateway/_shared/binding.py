@@ -115,7 +115,14 @@ class SharedBinding:
             self.state,
             "RATE_RESERVE",
             [f"{self.prefix}:rate"],
-            [now, self._ttl, cap.requests if cap else 0, cap.window if cap else 0, _MARGIN],
+            [
+                now,
+                self._ttl,
+                cap.requests if cap else 0,
+                cap.window if cap else 0,
+                _MARGIN,
+                cap.tokens if cap and cap.tokens else 0,
+            ],
             parse=float,
             local=lambda: limiter.reserve(now) if limiter is not None else 0.0,
         )
@@ -129,6 +136,7 @@ class SharedBinding:
             return
         window = next((length for length in _WINDOWS if length >= wait), math.ceil(wait))
         args = [info.limit, info.remaining, repr(now + wait), repr(window), repr(now), self._ttl]
+        args += ["" if n is None else n for n in (info.limit_tokens, info.remaining_tokens)]
         yield SharedCall(
             self.state, "RATE_OBSERVE", [f"{self.prefix}:rate"], args, before_send=False
         )
@@ -158,6 +166,15 @@ class SharedBinding:
             call = replace(call, options={**call.options, "idempotency_key": claimed})
         flow = pipeline._fall_back(call, fallbacks) if fallbacks else pipeline._call(call)
         result = yield from self.budgeted(budget, pipeline.state.ledger, flow)
+        tokens = _total_tokens(result)
+        if tokens and self.limiter is not None:  # a reply's headers tell the tokens before it
+            yield SharedCall(
+                self.state,
+                "RATE_TOKENS",
+                [f"{self.prefix}:rate"],
+                [tokens, repr(pipeline.retry.now())],
+                before_send=False,
+            )
         if act:  # performed: a later identical act is a new one
             yield SharedCall(self.state, "ACT_DONE", [act_key], [claimed], before_send=False)
         return result
@@ -227,6 +244,13 @@ class SharedBinding:
         budget_key = self._budget_key(budget.max_credits) if budget is not None else usage
         keys = [usage, budget_key, f"{budget_key}:probe" if budget is not None else usage]
         return SharedCall(self.state, "SETTLE", keys, args, parse=float, before_send=False)
+
+
+def _total_tokens(result: object) -> int:
+    """The tokens a whole reply used (0 for a stream, whose usage comes at its end)."""
+    usage = getattr(result, "usage", None)
+    total = getattr(usage, "total_tokens", None)
+    return total if isinstance(total, int) else 0
 
 
 def usage_of(raw: dict[str, str]) -> dict[str, Any]:

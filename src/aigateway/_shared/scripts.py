@@ -7,34 +7,56 @@ to integers). Every key a script writes gets an expiry (``ttl`` milliseconds).
 
 from __future__ import annotations
 
-__all__ = ["ACT_CLAIM", "ACT_DONE", "BUDGET_RESERVE", "RATE_OBSERVE", "RATE_RESERVE", "SETTLE"]
+__all__ = [
+    "ACT_CLAIM",
+    "ACT_DONE",
+    "BUDGET_RESERVE",
+    "RATE_OBSERVE",
+    "RATE_RESERVE",
+    "RATE_TOKENS",
+    "SETTLE",
+]
 
 RATE_RESERVE = """
--- KEYS[1]: the key's rate-limit hash. ARGV: now, ttl, cap, cap_window (cap 0: none), margin.
--- Counts one request in the current window; returns the seconds to wait ('0': go now).
+-- KEYS[1]: the key's rate-limit hash. ARGV: now, ttl, cap, cap_window (cap 0: none), margin,
+-- cap_tokens (0: none).
+-- Counts one request in the current window; returns the seconds to wait ('0': go now): when
+-- the window's requests are used up, or its tokens (the gateway counts a reply's tokens once
+-- it is known, so the requests after one that went over would be refused).
 -- The last ``margin`` seconds of a window are left unused: a request sent then could reach
 -- the gateway in its next window, on top of that window's full count.
 local k = KEYS[1]
 local now, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cap, cap_window = tonumber(ARGV[3]), tonumber(ARGV[4])
+local cap_tokens = tonumber(ARGV[6]) or 0
 if cap > 0 then
   local stored = tonumber(redis.call('HGET', k, 'cap'))
   if not stored or cap < stored then
     redis.call('HSET', k, 'cap', cap, 'cap_window', cap_window)
   end
 end
-local f = redis.call('HMGET', k, 'limit', 'cap', 'cap_window', 'window', 'reset', 'used')
+if cap_tokens > 0 then
+  local stored = tonumber(redis.call('HGET', k, 'cap_tokens'))
+  if not stored or cap_tokens < stored then redis.call('HSET', k, 'cap_tokens', cap_tokens) end
+end
+local f = redis.call('HMGET', k, 'limit', 'cap', 'cap_window', 'window', 'reset', 'used',
+  'tokens_limit', 'cap_tokens', 'tokens_used')
 local limit, window = tonumber(f[1]), tonumber(f[4])
 local stated = tonumber(f[2])
 if stated then
   if not limit or stated < limit then limit = stated end
   window = tonumber(f[3])
 end
-if not limit then return '0' end
+local tokens_limit, stated_tokens = tonumber(f[7]), tonumber(f[8])
+if stated_tokens and (not tokens_limit or stated_tokens < tokens_limit) then
+  tokens_limit = stated_tokens
+end
+if not limit and not tokens_limit then return '0' end
 local reset, used = tonumber(f[5]), tonumber(f[6]) or 0
+local tokens_used = tonumber(f[9]) or 0
 if not reset or now >= reset then
   if not window then
-    redis.call('HDEL', k, 'reset', 'used')
+    redis.call('HDEL', k, 'reset', 'used', 'tokens_used')
     return '0'
   end
   if not reset then
@@ -42,40 +64,61 @@ if not reset or now >= reset then
   else
     reset = reset + window * (math.floor((now - reset) / window) + 1)
   end
-  used = 0
+  used, tokens_used = 0, 0
 end
 redis.call('PEXPIRE', k, ttl)
-if used < limit and now < reset - tonumber(ARGV[5]) then
-  redis.call('HSET', k, 'used', used + 1, 'reset', reset)
+local room = (not limit or used < limit) and (not tokens_limit or tokens_used < tokens_limit)
+if room and now < reset - tonumber(ARGV[5]) then
+  redis.call('HSET', k, 'used', used + 1, 'reset', reset, 'tokens_used', tokens_used)
   return '0'
 end
-redis.call('HSET', k, 'used', used, 'reset', reset)
+redis.call('HSET', k, 'used', used, 'reset', reset, 'tokens_used', tokens_used)
 return tostring(reset - now)
 """
 
 RATE_OBSERVE = """
--- KEYS[1]: the key's rate-limit hash. ARGV: limit, remaining, reset_at, window, now, ttl.
--- The gateway's word from a reply: its limit, what is used of its window, when it resets.
+-- KEYS[1]: the key's rate-limit hash. ARGV: limit, remaining, reset_at, window, now, ttl,
+-- tokens limit, tokens remaining ('' when the reply did not say).
+-- The gateway's word from a reply: its limits, what is used of its window, when it resets.
 local k = KEYS[1]
 local limit, remaining = tonumber(ARGV[1]), tonumber(ARGV[2])
 local reset_at, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now, ttl = tonumber(ARGV[5]), tonumber(ARGV[6])
+local tokens_limit, tokens_remaining = tonumber(ARGV[7]), tonumber(ARGV[8])
 if reset_at <= now then return '0' end
-local f = redis.call('HMGET', k, 'reset', 'used', 'window')
+local f = redis.call('HMGET', k, 'reset', 'used', 'window', 'tokens_used')
 local reset, used = tonumber(f[1]), tonumber(f[2]) or 0
 local known = tonumber(f[3])
+local tokens_used = tonumber(f[4]) or 0
 local taken = math.max(0, limit - remaining)
+local tokens_taken = 0
+if tokens_limit and tokens_remaining then
+  tokens_taken = math.max(0, tokens_limit - tokens_remaining)
+end
 if not reset or reset_at > reset + 0.5 then
-  used = taken
+  used, tokens_used = taken, tokens_taken
 elseif reset_at < reset - 0.5 then
-  used = math.max(used, taken)
+  used, tokens_used = math.max(used, taken), math.max(tokens_used, tokens_taken)
 else
-  used = math.max(used, taken)
+  used, tokens_used = math.max(used, taken), math.max(tokens_used, tokens_taken)
   reset_at = reset
 end
 if known and known > window then window = known end
-redis.call('HSET', k, 'limit', limit, 'reset', reset_at, 'used', used, 'window', window)
+redis.call('HSET', k, 'limit', limit, 'reset', reset_at, 'used', used, 'window', window,
+  'tokens_used', tokens_used)
+if tokens_limit then redis.call('HSET', k, 'tokens_limit', tokens_limit) end
 redis.call('PEXPIRE', k, ttl)
+return '1'
+"""
+
+RATE_TOKENS = """
+-- KEYS[1]: the key's rate-limit hash. ARGV: tokens, now.
+-- A reply's tokens, counted in the current window: a stated tokens limit needs them, and the
+-- gateway's own ``X-RateLimit-Remaining-Tokens`` tells the tokens left before that reply.
+local reset = tonumber(redis.call('HGET', KEYS[1], 'reset'))
+if reset and tonumber(ARGV[2]) < reset then
+  redis.call('HINCRBY', KEYS[1], 'tokens_used', tonumber(ARGV[1]))
+end
 return '1'
 """
 

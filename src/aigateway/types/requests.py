@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 from typing_extensions import NotRequired, Required, Self, TypedDict, Unpack
@@ -108,11 +108,17 @@ class RequestModel(BaseModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
     def __repr_args__(self) -> Any:
-        return [(name, getattr(self, name)) for name in self.model_fields if name in self.model_fields_set]
+        return [
+            (name, getattr(self, name))
+            for name in self.model_fields
+            if name in self.model_fields_set
+        ]
 
     @model_serializer(mode="plain")
     def _body(self) -> Any:
-        ordered = {name: getattr(self, name) for name in self.model_fields if name in self.model_fields_set}
+        ordered = {
+            name: getattr(self, name) for name in self.model_fields if name in self.model_fields_set
+        }
         return self._adapter().dump_python(ordered, mode="json")
 
 
@@ -124,7 +130,7 @@ def _adapter_of(fields_type: Any) -> TypeAdapter[Any]:
 def _field_definitions(fields_type: type) -> dict[str, Any]:
     """pydantic field definitions from a TypedDict: its types (for the JSON schema) and which
     are required; values are checked by the TypedDict itself."""
-    required_keys = getattr(fields_type, "__required_keys__", frozenset())
+    required_keys: frozenset[str] = getattr(fields_type, "__required_keys__", frozenset())
     definitions: dict[str, Any] = {}
     for name, hint in get_type_hints(fields_type, include_extras=True).items():
         origin = get_origin(hint)
@@ -146,30 +152,30 @@ def request_model(
     fields: Mapping[str, Any] | None = None,
 ) -> Any:
     """The request model of ``fields_type`` (a TypedDict): its fields, its checks, its docs."""
-    model: type[RequestModel] = create_model(  # type: ignore[call-overload]
+    created: Any = create_model(
         name,
         __base__=base,
         __module__=__name__,
         __doc__=doc,
         **(fields if fields is not None else _field_definitions(fields_type)),
     )
+    model = cast("type[RequestModel]", created)
     model.endpoint = endpoint
     model._fields_type = fields_type
     model._allowed = allowed
     return model
 
 
-def _chat_prepare(cls: type[RequestModel], data: dict[str, Any]) -> dict[str, Any]:
-    from ..resources.chat import message_param
-
-    messages = data.get("messages")
-    if isinstance(messages, list | tuple):
-        data["messages"] = [message_param(message) for message in messages]
-    return data
-
-
 class _ChatBase(RequestModel):
-    _prepare = classmethod(_chat_prepare)  # type: ignore[assignment]
+    @classmethod
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Reply objects in ``messages`` (a `Message`, `Choice`, `ChatCompletion`) as dicts."""
+        from ..resources.chat import message_param
+
+        messages = data.get("messages")
+        if isinstance(messages, list | tuple):
+            data["messages"] = [message_param(message) for message in messages]
+        return data
 
 
 _CHAT_DOC = """A ``POST /chat/completions`` request: send with
@@ -228,7 +234,7 @@ else:
 @cache
 def _category_model(category: str) -> type[RunRequest]:
     inputs = CATEGORIES[category]
-    body = TypedDict(  # type: ignore[operator]
+    body = TypedDict(  # type: ignore[misc]  # noqa: UP013
         f"{category.title()}RunBody", {"model": NonEmpty, "inputs": inputs}
     )
     model: type[RunRequest] = request_model(
@@ -263,7 +269,32 @@ def iter_requests(path: str | PathLike[str], model: type[RequestModel]) -> Itera
             except InvalidRequestError as exc:
                 raise InvalidRequestError(
                     [
-                        Violation(v.field, v.value, f"line {number} of {Path(path).name}: {v.problem}")
+                        Violation(
+                            v.field, v.value, f"line {number} of {Path(path).name}: {v.problem}"
+                        )
                         for v in exc.violations
                     ]
                 ) from None
+
+
+def request_params(
+    request: object, expected: type[RequestModel], method: str, given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request model's fields as ``method``'s keywords; refuses a model of another endpoint,
+    or fields given both in the model and as keywords."""
+    if not isinstance(request, expected):
+        sent_by = getattr(request, "endpoint", "")
+        shown = type(request).__name__ + (f" (sent by {sent_by})" if sent_by else "")
+        raise InvalidRequestError(
+            [Violation("request", shown, f"{method} takes a {expected.__name__}, not a {shown}")]
+        )
+    params = request.to_params()
+    twice = [name for name in given if name in params]
+    if twice:
+        raise InvalidRequestError(
+            [
+                Violation(name, given[name], "given both in the request and as a keyword")
+                for name in twice
+            ]
+        )
+    return {**params, **given}

@@ -105,21 +105,18 @@ class RequestModel(BaseModel):
 
     def to_params(self) -> dict[str, Any]:
         """The fields that were set, as keyword arguments of the call (``create(**params)``)."""
-        return {name: getattr(self, name) for name in self.model_fields_set}
+        return {
+            name: getattr(self, name)
+            for name in type(self).model_fields
+            if name in self.model_fields_set
+        }
 
     def __repr_args__(self) -> Any:
-        return [
-            (name, getattr(self, name))
-            for name in self.model_fields
-            if name in self.model_fields_set
-        ]
+        return list(self.to_params().items())
 
     @model_serializer(mode="plain")
     def _body(self) -> Any:
-        ordered = {
-            name: getattr(self, name) for name in self.model_fields if name in self.model_fields_set
-        }
-        return self._adapter().dump_python(ordered, mode="json")
+        return self._adapter().dump_python(self.to_params(), mode="json")
 
 
 @cache

@@ -123,8 +123,8 @@ def _run_call(client: Any, request: Mapping[str, Any] | RequestModel) -> Any:
 
 _CALLS: dict[str, Callable[[Any, Any], Any]] = {"chat": _chat_call, "run": _run_call}
 _SHAPES = {
-    "chat": "a ChatCompletionCreateRequest or a dict of chat.completions.create keywords",
-    "run": 'a RunRequest or a dict {"model": ..., "inputs": {...}}',
+    "chat": "a dict of chat.completions.create keywords or a ChatCompletionCreateRequest",
+    "run": 'a dict {"model": ..., "inputs": {...}} or a RunRequest',
 }
 
 

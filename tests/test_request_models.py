@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,13 @@ def test_error_body_keeps_unknown_fields() -> None:
     )
     assert body.error.model_extra == {"hint": "h"}
     assert body.model_extra == {"trace": 1}
+
+
+def test_requests_pickle_for_other_processes() -> None:
+    speech = RunRequest.for_category("speech")(model="tts-1", inputs={"text": "hi"})
+    chat = ChatCompletionCreateRequest(model="m", messages=HELLO, seed=1)
+    for request in (speech, chat, RunRequest(model="x", inputs={})):
+        again = pickle.loads(pickle.dumps(request))
+        assert again == request
+        assert type(again) is type(request)
+        assert again.model_dump_json() == request.model_dump_json()

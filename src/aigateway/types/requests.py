@@ -195,6 +195,12 @@ class _RunBase(RequestModel):
             )
         return _category_model(category)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A category's class is made on demand, not a module attribute: pickle rebuilds it.
+        if self.category is None:
+            return super().__reduce_ex__(protocol)
+        return _rebuilt, (self.category, self.model_dump(mode="json"))
+
 
 if TYPE_CHECKING:
 
@@ -245,6 +251,10 @@ def _category_model(category: str) -> type[RunRequest]:
     )
     model.category = category
     return model
+
+
+def _rebuilt(category: str, body: dict[str, Any]) -> RunRequest:
+    return _category_model(category).model_validate(body)
 
 
 def load_requests(

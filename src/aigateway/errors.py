@@ -46,6 +46,7 @@ from ._rate_limit_info import UNIX_MILLISECONDS_FROM, UNIX_SECONDS_FROM, RateLim
 
 if TYPE_CHECKING:
     from ._ledger import FallbackInfo
+    from .types.shared import ErrorBody
 
 __all__ = [
     "AIGatewayError",
@@ -279,7 +280,7 @@ class APIStatusError(APIError):
     """The gateway answered with a non-2xx status.
 
     Attributes: ``status_code``, ``headers``, ``request_id``, ``body`` (parsed JSON or None),
-    ``error_type``/``code``/``param`` (from ``{"error": {...}}`` when present; ``param``
+    ``error_body`` (the body as an `ErrorBody`, None when it is not one), ``error_type``/``code``/``param`` (from ``{"error": {...}}`` when present; ``param``
     names the offending parameter), ``text`` (raw body) and ``rate_limit`` (the
     ``X-RateLimit-*`` values, if sent).
     """
@@ -312,6 +313,21 @@ class APIStatusError(APIError):
         self.retry_after: float | None = None
         """Set when the gateway asked to wait longer than the retry policy's cap: the wait it
         asked for, in seconds (the error was raised at once instead of sleeping)."""
+
+    @property
+    def error_body(self) -> ErrorBody | None:
+        """The body as an `ErrorBody` (unknown fields kept); None when it is not the API's
+        error shape (an HTML page from a proxy, say), whose raw text stays in ``text``."""
+        from pydantic import ValidationError
+
+        from .types.shared import ErrorBody
+
+        if not isinstance(self.body, dict):
+            return None
+        try:
+            return ErrorBody.model_validate(self.body)
+        except ValidationError:
+            return None
 
     def __str__(self) -> str:
         parts = [f"HTTP {self.status_code}"]

@@ -1,6 +1,6 @@
 """A batch's checkpoint file: JSON lines, one per finished item, appended as items finish.
 
-A line holds the item's key (its ``id``, else its index) and either the reply, serialised with
+A line holds the item's key (its ``id``, else its index), its ``request`` as JSON, and either the reply, serialised with
 ``model_dump(mode="json")`` and the name of its type, or the error (class name, message,
 status). Each line goes to the file in one ``os.write`` of the whole line, so the file only ever
 ends with complete lines, or with one line cut short by a crash or a full disk; that last piece
@@ -103,10 +103,15 @@ class Checkpoint:
                 self.done[entry[0]] = entry[1]
         return end if end < len(data) else None
 
-    def record(self, key: Hashable, value: Any, error: BaseException | None) -> None:
-        """Append one finished item (a reply that cannot be written as JSON is left out, so a
-        later run does it again)."""
+    def record(
+        self, key: Hashable, value: Any, error: BaseException | None, request: Any = None
+    ) -> None:
+        """Append one finished item with its request (when it can be written as JSON: a
+        request model is written as the body it sends); a reply that cannot be written as
+        JSON is left out, so a later run does it again."""
         entry: dict[str, Any] = {"id": key}
+        if request is not None and (as_json := encode_value(request)) is not None:
+            entry["request"] = as_json[1]
         if error is None:
             encoded = encode_value(value)
             if encoded is None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._optional import require
 from ..errors import InvalidRequestError, RateLimitError, Violation
+from ..types.requests import RequestModel
 from ._checkpoint import Checkpoint, RecordedError
 
 if TYPE_CHECKING:
@@ -103,7 +104,9 @@ class _Item:
     problem: InvalidRequestError | None = None
 
 
-def _chat_call(client: Any, request: Mapping[str, Any]) -> Any:
+def _chat_call(client: Any, request: Mapping[str, Any] | RequestModel) -> Any:
+    if isinstance(request, RequestModel):
+        return client.chat.completions.create(request)
     if request.get("stream"):
         raise InvalidRequestError(
             [Violation("stream", request["stream"], "a batch collects whole replies; leave it out")]
@@ -111,15 +114,17 @@ def _chat_call(client: Any, request: Mapping[str, Any]) -> Any:
     return client.chat.completions.create(**request)
 
 
-def _run_call(client: Any, request: Mapping[str, Any]) -> Any:
+def _run_call(client: Any, request: Mapping[str, Any] | RequestModel) -> Any:
+    if isinstance(request, RequestModel):
+        return client.run(request)
     rest = {name: value for name, value in request.items() if name not in ("model", "inputs")}
     return client.run(request.get("model"), request.get("inputs"), **rest)
 
 
 _CALLS: dict[str, Callable[[Any, Any], Any]] = {"chat": _chat_call, "run": _run_call}
 _SHAPES = {
-    "chat": "a dict of chat.completions.create keywords",
-    "run": 'a dict {"model": ..., "inputs": {...}}',
+    "chat": "a dict of chat.completions.create keywords or a ChatCompletionCreateRequest",
+    "run": 'a dict {"model": ..., "inputs": {...}} or a RunRequest',
 }
 
 
@@ -151,7 +156,7 @@ def _items(raw: Iterable[Any], kind: str, custom: bool) -> list[_Item]:
         if not custom:
             if isinstance(item, Mapping):
                 payload = {name: value for name, value in item.items() if name != "id"}
-            else:
+            elif not isinstance(item, RequestModel):
                 problem = Violation(f"items[{index}]", item, f"a {kind} item is {_SHAPES[kind]}")
         error = InvalidRequestError([problem]) if problem else None
         items.append(_Item(index, key, payload, error))
@@ -314,7 +319,7 @@ class _BatchRun:
         with self._lock:
             self.results[item.index] = ItemResult(item.index, item.key, value, error)
             if self.checkpoint is not None:
-                self.checkpoint.record(item.key, value, error)
+                self.checkpoint.record(item.key, value, error, request=item.payload)
             if error is None:
                 self.credits.observe(value)
             else:
@@ -355,10 +360,12 @@ def run_batch(
 ) -> BatchResult:
     """Send every item, at most ``concurrency`` at a time (threads); the outcomes in input order.
 
-    ``items`` are dicts of ``chat.completions.create`` keywords, or with ``kind="run"`` dicts
-    ``{"model": ..., "inputs": {...}}`` for ``client.run``; ``call(client, item)`` sends items
-    your own way instead. An ``id`` key names an item (else its index) and is not sent.
-    ``checkpoint`` is a JSON-lines file: items it holds are not sent again. ``progress``: a
+    ``items`` are `ChatCompletionCreateRequest`\\ s or dicts of ``chat.completions.create``
+    keywords, or with ``kind="run"`` `RunRequest`\\ s or dicts ``{"model": ..., "inputs":
+    {...}}`` for ``client.run``; ``call(client, item)`` sends items your own way instead. An
+    ``id`` key names an item (else its index) and is not sent. ``checkpoint`` is a JSON-lines
+    file, a line per finished item with its ``request`` (the JSON body, when it can be
+    written) and reply or error: items it holds are not sent again. ``progress``: a
     bar (tqdm) by default when tqdm is installed and stderr is a terminal or in a notebook;
     False for none, True to require it, or a tqdm-like object. ``sleep`` and ``clock`` time
     the pause after a long rate limit.

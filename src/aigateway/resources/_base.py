@@ -149,6 +149,13 @@ def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return body, options
 
 
+def one_request(args: tuple[Any, ...], method: str) -> Any:
+    """The one positional argument (a request model) of a method taking keywords, or None."""
+    if len(args) > 1:
+        raise TypeError(f"{method}() takes one positional argument (a request), got {len(args)}")
+    return args[0] if args else None
+
+
 def check_keywords(given: Collection[str], allowed: Collection[str], method: str) -> None:
     """A TypeError naming an unexpected keyword argument and the closest allowed one."""
     for name in given:
@@ -158,11 +165,14 @@ def check_keywords(given: Collection[str], allowed: Collection[str], method: str
             raise TypeError(f"{method}() got an unexpected keyword argument {name!r}{hint}")
 
 
-def keyword_signature(params_type: type, *, positional: tuple[str, ...] = ()) -> Callable[[F], F]:
+def keyword_signature(
+    params_type: type, *, positional: tuple[str, ...] = (), request: type | None = None
+) -> Callable[[F], F]:
     """Give a ``**params: Unpack[TypedDict]`` method a signature listing the keywords.
 
     ``help()``, Jupyter's tooltips and ``inspect.signature`` then show the real parameters,
-    defined once in the TypedDict.
+    defined once in the TypedDict. ``request``: the method also takes a request model of that
+    type as its one positional argument (the implementation's ``*args``).
     """
     hints = get_type_hints(params_type)  # plain types, for display
     # __required_keys__ is unreliable under postponed annotations; read Required[...] itself.
@@ -176,6 +186,14 @@ def keyword_signature(params_type: type, *, positional: tuple[str, ...] = ()) ->
     def decorate(method: F) -> F:
         existing = inspect.signature(method).parameters
         parameters = [p for name, p in existing.items() if name == "self" or name in positional]
+        if request is not None:
+            only = inspect.Parameter.POSITIONAL_ONLY
+            parameters = [p.replace(kind=only) if p.name == "self" else p for p in parameters]
+            parameters.append(
+                inspect.Parameter(
+                    "request", inspect.Parameter.POSITIONAL_ONLY, default=None, annotation=request
+                )
+            )
         for name in order:
             hint = hints[name]
             default = inspect.Parameter.empty if name in required else UNSET

@@ -114,7 +114,9 @@ def run_call(
     """The call: ``POST /run {model, inputs}`` (or a dedicated path with a flat body)."""
     body = {"model": model, "inputs": dict(inputs)} if path == "run" else {"model": model, **inputs}
     try:
-        encoded = json.dumps(body, allow_nan=False).encode()
+        encoded = json.dumps(
+            body, allow_nan=False, separators=(",", ":"), ensure_ascii=False
+        ).encode()
     except (TypeError, ValueError) as exc:
         raise InvalidRequestError(
             [Violation("inputs", "(not shown)", f"must be JSON-serialisable ({exc})")]

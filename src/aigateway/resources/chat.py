@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter
 from typing_extensions import Unpack
@@ -23,7 +23,9 @@ from ..types.chat_params import (
     ChatCompletionParseParams,
     ChatCompletionRequest,
     ChatCompletionStreamParams,
+    RequestOptions,
 )
+from ..types.requests import ChatCompletionCreateRequest, request_params
 from ._base import (
     AsyncResource,
     Opening,
@@ -32,6 +34,7 @@ from ._base import (
     async_streaming_twin,
     check_keywords,
     keyword_signature,
+    one_request,
     raw_twin,
     split_options,
     streaming_twin,
@@ -93,6 +96,13 @@ def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
     )
 
 
+def with_request(request: object, params: dict[str, Any]) -> dict[str, Any]:
+    """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one."""
+    if request is None:
+        return params
+    return request_params(request, ChatCompletionCreateRequest, "chat.completions.create", params)
+
+
 def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APICall[Any]:
     """``create(stream=True)`` for the ``stream`` helper, which takes no ``stream`` keyword."""
     check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
@@ -135,6 +145,24 @@ class Completions(SyncResource):
 
     @overload
     def create(
+        self,
+        request: ChatCompletionCreateRequest,
+        /,
+        *,
+        stream: Literal[False] = ...,
+        **options: Unpack[RequestOptions],
+    ) -> ChatCompletion: ...
+    @overload
+    def create(
+        self,
+        request: ChatCompletionCreateRequest,
+        /,
+        *,
+        stream: Literal[True],
+        **options: Unpack[RequestOptions],
+    ) -> Stream[ChatCompletionChunk]: ...
+    @overload
+    def create(
         self, **params: Unpack[ChatCompletionCreateParamsNonStreaming]
     ) -> ChatCompletion: ...
     @overload
@@ -145,17 +173,17 @@ class Completions(SyncResource):
     def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams)
-    def create(
-        self, **params: Unpack[ChatCompletionCreateParams]
-    ) -> ChatCompletion | Stream[ChatCompletionChunk]:
+    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
+    def create(self, *args: Any, **params: Any) -> ChatCompletion | Stream[ChatCompletionChunk]:
         """Create a chat completion; with ``stream=True``, a `Stream` of chunks.
 
         Every argument is checked against the API's limits first: a bad one raises
         `InvalidRequestError` and nothing is sent. Arguments not passed are not sent.
+        A `ChatCompletionCreateRequest` may be passed instead of the keywords (options and
+        ``stream`` still go as keywords).
         """
         result: ChatCompletion | Stream[ChatCompletionChunk] = self._request(
-            build_create_call(params)
+            build_create_call(with_request(one_request(args, "chat.completions.create"), params))
         )
         return result
 
@@ -225,6 +253,24 @@ class AsyncCompletions(AsyncResource):
 
     @overload
     async def create(
+        self,
+        request: ChatCompletionCreateRequest,
+        /,
+        *,
+        stream: Literal[False] = ...,
+        **options: Unpack[RequestOptions],
+    ) -> ChatCompletion: ...
+    @overload
+    async def create(
+        self,
+        request: ChatCompletionCreateRequest,
+        /,
+        *,
+        stream: Literal[True],
+        **options: Unpack[RequestOptions],
+    ) -> AsyncStream[ChatCompletionChunk]: ...
+    @overload
+    async def create(
         self, **params: Unpack[ChatCompletionCreateParamsNonStreaming]
     ) -> ChatCompletion: ...
     @overload
@@ -235,17 +281,19 @@ class AsyncCompletions(AsyncResource):
     async def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams)
+    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
     async def create(
-        self, **params: Unpack[ChatCompletionCreateParams]
+        self, *args: Any, **params: Any
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
         """Create a chat completion; with ``stream=True``, an `AsyncStream` of chunks.
 
         Every argument is checked against the API's limits first: a bad one raises
         `InvalidRequestError` and nothing is sent. Arguments not passed are not sent.
+        A `ChatCompletionCreateRequest` may be passed instead of the keywords (options and
+        ``stream`` still go as keywords).
         """
         result: ChatCompletion | AsyncStream[ChatCompletionChunk] = await self._request(
-            build_create_call(params)
+            build_create_call(with_request(one_request(args, "chat.completions.create"), params))
         )
         return result
 

@@ -8,8 +8,12 @@ Image generation has the API's dedicated endpoint (``images.generate``: ``POST
 
 from __future__ import annotations
 
+from typing import Any, overload
+
 from typing_extensions import Unpack
 
+from ..types.chat_params import RequestOptions
+from ..types.requests import ImageGenerateRequest, request_params
 from ..types.service_params import (
     ImageGenerateInputs,
     ImageGenerateParams,
@@ -28,7 +32,7 @@ from ..types.services import (
     TranscriptionResult,
     VideoResult,
 )
-from ._base import keyword_signature
+from ._base import keyword_signature, one_request
 from ._services import AsyncServiceResource, ServiceMethod, ServiceResource
 
 __all__ = ["AsyncAudio", "AsyncImages", "AsyncVideos", "Audio", "Images", "Videos"]
@@ -44,14 +48,28 @@ TRANSCRIBE = ServiceMethod(
 )
 
 
+def _image_params(args: tuple[Any, ...], params: dict[str, Any]) -> dict[str, Any]:
+    request = one_request(args, "images.generate")
+    if request is None:
+        return params
+    return request_params(request, ImageGenerateRequest, "images.generate", params)
+
+
 class Images(ServiceResource):
     """Image generation."""
 
-    @keyword_signature(ImageGenerateParams)
-    def generate(self, **params: Unpack[ImageGenerateParams]) -> ImageResult:
+    @overload
+    def generate(
+        self, request: ImageGenerateRequest, /, **options: Unpack[RequestOptions]
+    ) -> ImageResult: ...
+    @overload
+    def generate(self, **params: Unpack[ImageGenerateParams]) -> ImageResult: ...
+    @keyword_signature(ImageGenerateParams, request=ImageGenerateRequest)
+    def generate(self, *args: Any, **params: Any) -> ImageResult:
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
-        ``'<width>x<height>'``, checked before sending. Billed per image."""
-        return self._run(IMAGE_GENERATE, params)
+        ``'<width>x<height>'``, checked before sending. Billed per image. An
+        `ImageGenerateRequest` may be passed instead of the keywords."""
+        return self._run(IMAGE_GENERATE, _image_params(args, params))
 
     @keyword_signature(ImageParams)
     def create(self, **params: Unpack[ImageParams]) -> ImageResult:
@@ -62,11 +80,18 @@ class Images(ServiceResource):
 class AsyncImages(AsyncServiceResource):
     """Image generation."""
 
-    @keyword_signature(ImageGenerateParams)
-    async def generate(self, **params: Unpack[ImageGenerateParams]) -> ImageResult:
+    @overload
+    async def generate(
+        self, request: ImageGenerateRequest, /, **options: Unpack[RequestOptions]
+    ) -> ImageResult: ...
+    @overload
+    async def generate(self, **params: Unpack[ImageGenerateParams]) -> ImageResult: ...
+    @keyword_signature(ImageGenerateParams, request=ImageGenerateRequest)
+    async def generate(self, *args: Any, **params: Any) -> ImageResult:
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
-        ``'<width>x<height>'``, checked before sending. Billed per image."""
-        return await self._run(IMAGE_GENERATE, params)
+        ``'<width>x<height>'``, checked before sending. Billed per image. An
+        `ImageGenerateRequest` may be passed instead of the keywords."""
+        return await self._run(IMAGE_GENERATE, _image_params(args, params))
 
     @keyword_signature(ImageParams)
     async def create(self, **params: Unpack[ImageParams]) -> ImageResult:

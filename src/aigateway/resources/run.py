@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
+from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from ..types.chat_params import RequestOptions
+from ..types.requests import RunRequest, request_params
 from ..types.services import RunResult
 from ._base import AsyncResource, SyncResource, async_raw_twin, raw_twin
 from ._services import build_run_call
@@ -23,20 +25,33 @@ from ._services import build_run_call
 __all__ = ["AsyncRun", "Run"]
 
 
+def _model_and_inputs(model: object, inputs: object) -> tuple[Any, Any]:
+    """``model`` and ``inputs``, from a `RunRequest` when ``model`` is a request model."""
+    if isinstance(model, str) or not isinstance(model, BaseModel):
+        return model, inputs
+    given = {} if inputs is None else {"inputs": inputs}
+    params = request_params(model, RunRequest, "run", given)
+    return params["model"], params["inputs"]
+
+
 class Run(SyncResource):
     """``client.run(model, inputs)``; ``client.run.with_raw_response.create(...)`` for the
     raw response."""
 
     def create(
-        self, model: str, inputs: Mapping[str, Any], **options: Unpack[RequestOptions]
+        self,
+        model: str | RunRequest,
+        inputs: Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> RunResult:
         """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
 
-        A ``model`` that is not a non-empty string, or ``inputs`` that is not a dict, raises
-        `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
+        A `RunRequest` may be passed instead of ``model`` and ``inputs``. A ``model`` that is
+        not a non-empty string, or ``inputs`` that is not a dict, raises `InvalidRequestError`
+        and nothing is sent; an unknown service id is a `NotFoundError`.
         """
         result: RunResult = self._request(
-            build_run_call(model, inputs, options, self._pipeline.fetch)
+            build_run_call(*_model_and_inputs(model, inputs), options, self._pipeline.fetch)
         )
         return result
 
@@ -52,15 +67,19 @@ class AsyncRun(AsyncResource):
     for the raw response."""
 
     async def create(
-        self, model: str, inputs: Mapping[str, Any], **options: Unpack[RequestOptions]
+        self,
+        model: str | RunRequest,
+        inputs: Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> RunResult:
         """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
 
-        A ``model`` that is not a non-empty string, or ``inputs`` that is not a dict, raises
-        `InvalidRequestError` and nothing is sent; an unknown service id is a `NotFoundError`.
+        A `RunRequest` may be passed instead of ``model`` and ``inputs``. A ``model`` that is
+        not a non-empty string, or ``inputs`` that is not a dict, raises `InvalidRequestError`
+        and nothing is sent; an unknown service id is a `NotFoundError`.
         """
         result: RunResult = await self._request(
-            build_run_call(model, inputs, options, self._pipeline.fetch)
+            build_run_call(*_model_and_inputs(model, inputs), options, self._pipeline.fetch)
         )
         return result
 

@@ -28,8 +28,8 @@ from ..types._validation import validate
 from ..types.service_params import (
     CATEGORIES,
     SERVICE_ALLOWED,
-    ImageGenerateRequest,
-    RunRequest,
+    ImageGenerateBody,
+    RunBody,
 )
 from ._accounts import Account, to_decimal
 from ._billing import credits_fields, insufficient_credits_response
@@ -48,8 +48,8 @@ __all__ = [
     "handle_run",
 ]
 
-_RUN_ADAPTER: TypeAdapter[RunRequest] = TypeAdapter(RunRequest)
-_IMAGE_ADAPTER: TypeAdapter[ImageGenerateRequest] = TypeAdapter(ImageGenerateRequest)
+_RUN_ADAPTER: TypeAdapter[RunBody] = TypeAdapter(RunBody)
+_IMAGE_ADAPTER: TypeAdapter[ImageGenerateBody] = TypeAdapter(ImageGenerateBody)
 
 Planner = Callable[[ServiceContext], "Plan | Mapping[str, Any]"]
 

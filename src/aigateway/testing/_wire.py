@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+from ..types.shared import ErrorBody, ErrorObject
+
 __all__ = [
     "JSON_CONTENT_TYPE",
     "JSON_MEDIA_TYPES",
@@ -189,8 +191,10 @@ def json_response(
 def error_body(
     message: str, type: str, code: str, *, param: str | None = None, **extra: object
 ) -> dict[str, Any]:
-    """The spec's Error body, ``param`` added, plus any ``extra`` members inside ``error``."""
-    return {"error": {"message": message, "type": type, "code": code, "param": param, **extra}}
+    """The spec's Error body (`ErrorBody`, the model the client parses it with), ``param``
+    added, plus any ``extra`` members inside ``error``."""
+    error = ErrorObject(message=message, type=type, code=code, param=param, **extra)
+    return ErrorBody(error=error).model_dump()
 
 
 def error_response(

@@ -27,12 +27,20 @@ from .chat_params import (
     ToolParam,
 )
 from .models import Model, ModelList
+from .requests import (
+    ChatCompletionCreateRequest,
+    ImageGenerateRequest,
+    RequestModel,
+    RunRequest,
+    load_requests,
+)
 from .shared import ErrorBody, ErrorObject
 
 __all__ = [
     "ChatCompletion",
     "ChatCompletionChunk",
     "ChatCompletionCreateParams",
+    "ChatCompletionCreateRequest",
     "ChatCompletionRequest",
     "ChatMessageInput",
     "ChatMessageParam",
@@ -45,15 +53,19 @@ __all__ = [
     "FinishReason",
     "FunctionCall",
     "FunctionDefinitionParam",
+    "ImageGenerateRequest",
     "Message",
     "Model",
     "ModelList",
+    "RequestModel",
     "RequestOptions",
     "ResponseFormatParam",
+    "RunRequest",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallFunctionDelta",
     "ToolChoiceParam",
     "ToolParam",
     "Usage",
+    "load_requests",
 ]

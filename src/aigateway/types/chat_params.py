@@ -39,6 +39,7 @@ __all__ = [
     "ChatCompletionCreateParamsStreaming",
     "ChatCompletionParseParams",
     "ChatCompletionRequest",
+    "ChatCompletionRequestFields",
     "ChatCompletionStreamParams",
     "ChatMessageInput",
     "ChatMessageParam",
@@ -412,11 +413,17 @@ class _ChatSettings(_ChatSettingsBase, total=False):
     """The reply's form: text, any JSON object, or JSON following a schema (see ``parse``)."""
 
 
-class ChatCompletionRequest(_ChatSettings, total=False):
-    """The JSON body of ``POST /chat/completions``, as checked by the client and the mock."""
+class ChatCompletionRequestFields(_ChatSettings, total=False):
+    """What a `ChatCompletionCreateRequest` holds: the body of ``POST /chat/completions`` but
+    ``stream`` (how the reply comes back is the call's choice)."""
 
     model: Required[str]
     messages: Required[Annotated[list[ChatMessageParam], Field(min_length=1)]]
+
+
+class ChatCompletionRequest(ChatCompletionRequestFields, total=False):
+    """The JSON body of ``POST /chat/completions``, as checked by the client and the mock."""
+
     stream: bool
 
 

@@ -28,12 +28,12 @@ __all__ = [
     "DatabaseInputs",
     "DocumentInputs",
     "EmailInputs",
+    "ImageGenerateBody",
     "ImageGenerateInputs",
     "ImageGenerateParams",
-    "ImageGenerateRequest",
     "ImageInputs",
     "PaymentInputs",
-    "RunRequest",
+    "RunBody",
     "ScrapeInputs",
     "SearchInputs",
     "ServiceOptions",
@@ -279,7 +279,7 @@ CATEGORIES: Mapping[str, Any] = {
 """The thirteen service categories of the API, each with the inputs it takes."""
 
 
-class RunRequest(TypedDict):
+class RunBody(TypedDict):
     """The JSON body of ``POST /run``."""
 
     model: NonEmpty
@@ -295,7 +295,7 @@ class ImageGenerateInputs(TypedDict, total=False):
 
 
 @with_config(_EXTRA)
-class ImageGenerateRequest(ImageGenerateInputs, total=False):
+class ImageGenerateBody(ImageGenerateInputs, total=False):
     """The JSON body of ``POST /image/generate``: ``{model, prompt, size}``."""
 
     model: Required[NonEmpty]

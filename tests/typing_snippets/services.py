@@ -3,8 +3,8 @@
 from typing import Any
 
 from aigateway import RunResult
-from aigateway.types.services import ImageResult, SpeechResult
 from aigateway.testing import MockGateway
+from aigateway.types.services import ImageResult, SpeechResult
 
 gateway = MockGateway(seed=1)
 with gateway.client() as client:

@@ -25,8 +25,7 @@ def main() -> None:
     def stop_at_q12(client: Client, item: dict[str, Any]) -> ChatCompletion:
         if item["id"] == "q12":
             raise KeyboardInterrupt  # as if Ctrl-C was pressed
-        request = {name: value for name, value in item.items() if name != "id"}
-        return client.chat.completions.create(**request)
+        return client.chat.completions.create(model=item["model"], messages=item["messages"])
 
     with tempfile.TemporaryDirectory() as folder, gateway.client() as client:
         checkpoint = Path(folder) / "facts.jsonl"

@@ -149,16 +149,18 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name (the client, errors, models, streams) on first use."""
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'aigateway' has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # checkers see the imports above: a name not among them is an error
 
-    value = getattr(importlib.import_module(module_name, __name__), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """Load a public name (the client, errors, models, streams) on first use."""
+        module_name = _LAZY.get(name)
+        if module_name is None:
+            raise AttributeError(f"module 'aigateway' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module_name, __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

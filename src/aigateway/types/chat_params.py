@@ -193,8 +193,14 @@ ChatMessageParam = Annotated[
 ]
 """A message written as a dict."""
 
-ChatMessageInput = Union[ChatMessageParam, Message, Choice, ChatCompletion]
-"""What ``messages`` items may be: a dict, or a reply object passed back as it is."""
+ChatMessageInput = Union[ChatMessageParam, Message, Choice, ChatCompletion, Mapping[str, object]]
+"""What ``messages`` items may be: a dict, or a reply object passed back as it is.
+
+For type checkers any ``Mapping[str, object]`` is accepted too, so that a list built in a
+variable (inferred as ``list[dict[str, str]]``) can be passed; the message TypedDicts stay in
+the union, so editors still complete the keys and roles of a dict written inline. Every message
+is checked against the TypedDicts before the request is sent, whatever its static type.
+"""
 
 
 class FunctionDefinitionParam(TypedDict, total=False):

@@ -243,8 +243,9 @@ def test_actors_share_one_budget_and_one_ledger_through_redis(
             progress=False,
         )
     spent = spent_before - gateway.credits()
+    most = max(charge.amount for charge in gateway.charges[1:])  # the batch's dearest reply
     # two actors, one budget: the spend stops within one reply's cost of it, not at twice it
-    assert budget - one <= spent <= budget + one * 1.01
+    assert budget - most <= spent <= budget + most
     refused = [r for r in results if not r.ok]
     assert refused
     assert all(isinstance(r.error, BudgetExceededError) for r in refused)

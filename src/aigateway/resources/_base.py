@@ -7,6 +7,7 @@ import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import replace
+from functools import cache
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints
 
@@ -165,6 +166,20 @@ def check_keywords(given: Collection[str], allowed: Collection[str], method: str
             raise TypeError(f"{method}() got an unexpected keyword argument {name!r}{hint}")
 
 
+@cache
+def _keywords(params_type: type) -> tuple[dict[str, Any], list[str], list[str]]:
+    """A TypedDict's plain hints (for display), its required keys and the keyword order;
+    cached, as the sync and async twins of a method share one TypedDict."""
+    hints = get_type_hints(params_type)
+    # __required_keys__ is unreliable under postponed annotations; read Required[...] itself.
+    required = [
+        name
+        for name, hint in get_type_hints(params_type, include_extras=True).items()
+        if get_origin(hint) is Required
+    ]
+    return hints, required, required + [name for name in hints if name not in required]
+
+
 def keyword_signature(
     params_type: type, *, positional: tuple[str, ...] = (), request: type | None = None
 ) -> Callable[[F], F]:
@@ -174,14 +189,7 @@ def keyword_signature(
     defined once in the TypedDict. ``request``: the method also takes a request model of that
     type as its one positional argument (the implementation's ``*args``).
     """
-    hints = get_type_hints(params_type)  # plain types, for display
-    # __required_keys__ is unreliable under postponed annotations; read Required[...] itself.
-    required = [
-        name
-        for name, hint in get_type_hints(params_type, include_extras=True).items()
-        if get_origin(hint) is Required
-    ]
-    order = required + [name for name in hints if name not in required]
+    hints, required, order = _keywords(params_type)
 
     def decorate(method: F) -> F:
         existing = inspect.signature(method).parameters

@@ -181,13 +181,14 @@ def _keywords(params_type: type) -> tuple[dict[str, Any], list[str], list[str]]:
 
 
 def keyword_signature(
-    params_type: type, *, positional: tuple[str, ...] = (), request: type | None = None
+    params_type: type, *, positional: tuple[str, ...] = (), request: type | str | None = None
 ) -> Callable[[F], F]:
     """Give a ``**params: Unpack[TypedDict]`` method a signature listing the keywords.
 
     ``help()``, Jupyter's tooltips and ``inspect.signature`` then show the real parameters,
     defined once in the TypedDict. ``request``: the method also takes a request model of that
-    type as its one positional argument (the implementation's ``*args``).
+    type as its one positional argument (the implementation's ``*args``); its name as a string
+    keeps the model's module from being imported before a request model is used.
     """
     hints, required, order = _keywords(params_type)
 

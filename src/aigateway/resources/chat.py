@@ -24,7 +24,6 @@ from ..types.chat_params import (
     ChatCompletionStreamParams,
     RequestOptions,
 )
-from ..types.requests import ChatCompletionCreateRequest, request_params
 from ._base import (
     AsyncResource,
     Opening,
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from .._streaming import AsyncStream, Stream
     from .._websocket import AsyncChatSocket, ChatSocket
     from ..helpers.structured import StructuredRequest
+    from ..types.requests import ChatCompletionCreateRequest
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
@@ -113,6 +113,8 @@ def with_request(request: object, params: dict[str, Any]) -> dict[str, Any]:
     """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one."""
     if request is None:
         return params
+    from ..types.requests import ChatCompletionCreateRequest, request_params  # when one is given
+
     return request_params(request, ChatCompletionCreateRequest, "chat.completions.create", params)
 
 
@@ -188,7 +190,7 @@ class Completions(SyncResource):
     def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
+    @keyword_signature(ChatCompletionCreateParams, request="ChatCompletionCreateRequest")
     def create(self, *args: Any, **params: Any) -> ChatCompletion | Stream[ChatCompletionChunk]:
         """Create a chat completion; with ``stream=True``, a `Stream` of chunks.
 
@@ -296,7 +298,7 @@ class AsyncCompletions(AsyncResource):
     async def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
+    @keyword_signature(ChatCompletionCreateParams, request="ChatCompletionCreateRequest")
     async def create(
         self, *args: Any, **params: Any
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:

@@ -7,6 +7,7 @@ import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import replace
+from functools import cache
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints
 
@@ -165,23 +166,31 @@ def check_keywords(given: Collection[str], allowed: Collection[str], method: str
             raise TypeError(f"{method}() got an unexpected keyword argument {name!r}{hint}")
 
 
-def keyword_signature(
-    params_type: type, *, positional: tuple[str, ...] = (), request: type | None = None
-) -> Callable[[F], F]:
-    """Give a ``**params: Unpack[TypedDict]`` method a signature listing the keywords.
-
-    ``help()``, Jupyter's tooltips and ``inspect.signature`` then show the real parameters,
-    defined once in the TypedDict. ``request``: the method also takes a request model of that
-    type as its one positional argument (the implementation's ``*args``).
-    """
-    hints = get_type_hints(params_type)  # plain types, for display
+@cache
+def _keywords(params_type: type) -> tuple[dict[str, Any], list[str], list[str]]:
+    """A TypedDict's plain hints (for display), its required keys and the keyword order;
+    cached, as the sync and async twins of a method share one TypedDict."""
+    hints = get_type_hints(params_type)
     # __required_keys__ is unreliable under postponed annotations; read Required[...] itself.
     required = [
         name
         for name, hint in get_type_hints(params_type, include_extras=True).items()
         if get_origin(hint) is Required
     ]
-    order = required + [name for name in hints if name not in required]
+    return hints, required, required + [name for name in hints if name not in required]
+
+
+def keyword_signature(
+    params_type: type, *, positional: tuple[str, ...] = (), request: type | str | None = None
+) -> Callable[[F], F]:
+    """Give a ``**params: Unpack[TypedDict]`` method a signature listing the keywords.
+
+    ``help()``, Jupyter's tooltips and ``inspect.signature`` then show the real parameters,
+    defined once in the TypedDict. ``request``: the method also takes a request model of that
+    type as its one positional argument (the implementation's ``*args``); its name as a string
+    keeps the model's module from being imported before a request model is used.
+    """
+    hints, required, order = _keywords(params_type)
 
     def decorate(method: F) -> F:
         existing = inspect.signature(method).parameters

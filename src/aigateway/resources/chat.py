@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter
@@ -12,7 +12,6 @@ from typing_extensions import Unpack
 
 from .._http import APICall
 from ..errors import InvalidRequestError, Violation
-from ..helpers.structured import StructuredRequest, prepare
 from ..types._validation import validate
 from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
 from ..types.chat_params import (
@@ -25,7 +24,6 @@ from ..types.chat_params import (
     ChatCompletionStreamParams,
     RequestOptions,
 )
-from ..types.requests import ChatCompletionCreateRequest, request_params
 from ._base import (
     AsyncResource,
     Opening,
@@ -44,17 +42,31 @@ if TYPE_CHECKING:
     from .._chat_stream import AsyncChatCompletionStream, ChatCompletionStream
     from .._streaming import AsyncStream, Stream
     from .._websocket import AsyncChatSocket, ChatSocket
+    from ..helpers.structured import StructuredRequest
+    from ..types.requests import ChatCompletionCreateRequest
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
 T = TypeVar("T")
 
-_REQUEST = TypeAdapter(ChatCompletionRequest)
 _KEYWORDS = frozenset(ChatCompletionCreateParams.__annotations__)
 _STREAM_KEYWORDS = _KEYWORDS - {"stream"}
-parse_chunk = ChatCompletionChunk.__pydantic_validator__.validate_json
-"""One stream chunk from JSON: `ChatCompletionChunk.model_validate_json` without its Python
-wrapper, which costs about as much again as the validation of a small chunk."""
+
+
+@cache
+def _request_adapter() -> TypeAdapter[ChatCompletionRequest]:
+    """The request body's validator, built on the first call rather than at import: building
+    it costs tens of milliseconds a process that never sends a chat request need not pay."""
+    return TypeAdapter(ChatCompletionRequest)
+
+
+def _chunk_parser() -> Callable[[str | bytes], ChatCompletionChunk]:
+    """`ChatCompletionChunk.model_validate_json` without its Python wrapper, which costs about
+    as much again as the validation of a small chunk; the model's validator is built on first
+    use (reply models defer their build), so this is looked up per call, not at import."""
+    return ChatCompletionChunk.__pydantic_validator__.validate_json
+
+
 _MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
 
 
@@ -84,13 +96,14 @@ def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
     messages = body.get("messages")
     if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
         body["messages"] = [message_param(m) for m in messages]
-    validated = validate(_REQUEST, body, ALLOWED)
+    adapter = _request_adapter()
+    validated = validate(adapter, body, ALLOWED)
     stream = bool(validated.get("stream"))
     return APICall(
         "POST",
         "chat/completions",
-        parse=parse_chunk if stream else ChatCompletion.model_validate_json,
-        body=_REQUEST.dump_json(validated),
+        parse=_chunk_parser() if stream else ChatCompletion.model_validate_json,
+        body=adapter.dump_json(validated),
         options=options,  # type: ignore[arg-type]
         stream=stream,
     )
@@ -100,6 +113,8 @@ def with_request(request: object, params: dict[str, Any]) -> dict[str, Any]:
     """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one."""
     if request is None:
         return params
+    from ..types.requests import ChatCompletionCreateRequest, request_params  # when one is given
+
     return request_params(request, ChatCompletionCreateRequest, "chat.completions.create", params)
 
 
@@ -115,6 +130,8 @@ def build_parse_call(
     """The checked call of ``parse`` (or of ``stream`` given a type as ``response_format``),
     and how to parse its reply; a type that cannot be a strict schema raises here."""
     check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
+    from ..helpers.structured import prepare  # only parsed calls need it: not at import
+
     body, structured = prepare(params, f"chat.completions.{method}")
     call = build_stream_call(body, method) if method == "stream" else build_create_call(body)
     return call, structured
@@ -137,7 +154,7 @@ def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
     WebSocket endpoint, its frames parsed as chunks."""
     check_keywords(params, _STREAM_KEYWORDS, "chat.completions.connect")
     call = build_create_call(params)
-    return replace(call, method="GET", path="stream", parse=parse_chunk, websocket=True)
+    return replace(call, method="GET", path="stream", parse=_chunk_parser(), websocket=True)
 
 
 class Completions(SyncResource):
@@ -173,7 +190,7 @@ class Completions(SyncResource):
     def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
+    @keyword_signature(ChatCompletionCreateParams, request="ChatCompletionCreateRequest")
     def create(self, *args: Any, **params: Any) -> ChatCompletion | Stream[ChatCompletionChunk]:
         """Create a chat completion; with ``stream=True``, a `Stream` of chunks.
 
@@ -281,7 +298,7 @@ class AsyncCompletions(AsyncResource):
     async def create(
         self, **params: Unpack[ChatCompletionCreateParams]
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
-    @keyword_signature(ChatCompletionCreateParams, request=ChatCompletionCreateRequest)
+    @keyword_signature(ChatCompletionCreateParams, request="ChatCompletionCreateRequest")
     async def create(
         self, *args: Any, **params: Any
     ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:

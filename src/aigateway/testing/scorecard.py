@@ -183,9 +183,9 @@ class _AIGateway(_Caller):
             stream_idle_timeout=TIMEOUT,
         ) as client:
             if not stream:
-                client.chat.completions.create(model=MODEL, messages=MESSAGES)  # type: ignore[arg-type]
+                client.chat.completions.create(model=MODEL, messages=MESSAGES)
                 return
-            with client.chat.completions.stream(model=MODEL, messages=MESSAGES) as events:  # type: ignore[arg-type]
+            with client.chat.completions.stream(model=MODEL, messages=MESSAGES) as events:
                 for _ in events:
                     pass
 

@@ -1,40 +1,99 @@
-"""Typed request parameters and reply models, a module per resource."""
+"""Typed request parameters and reply models, a module per resource.
 
-from .chat import (
-    ChatCompletion,
-    ChatCompletionChunk,
-    Choice,
-    ChunkChoice,
-    ChunkDelta,
-    FinishReason,
-    FunctionCall,
-    Message,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallFunctionDelta,
-    Usage,
-)
-from .chat_params import (
-    ChatCompletionCreateParams,
-    ChatCompletionRequest,
-    ChatMessageInput,
-    ChatMessageParam,
-    ContentPartParam,
-    FunctionDefinitionParam,
-    RequestOptions,
-    ResponseFormatParam,
-    ToolChoiceParam,
-    ToolParam,
-)
-from .models import Model, ModelList
-from .requests import (
-    ChatCompletionCreateRequest,
-    ImageGenerateRequest,
-    RequestModel,
-    RunRequest,
-    load_requests,
-)
-from .shared import ErrorBody, ErrorObject
+The names load on first use: importing one module (``aigateway.types.chat``) does not import
+the others, so a process pays only for the types it uses."""
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chat import (
+        ChatCompletion,
+        ChatCompletionChunk,
+        Choice,
+        ChunkChoice,
+        ChunkDelta,
+        FinishReason,
+        FunctionCall,
+        Message,
+        ToolCall,
+        ToolCallDelta,
+        ToolCallFunctionDelta,
+        Usage,
+    )
+    from .chat_params import (
+        ChatCompletionCreateParams,
+        ChatCompletionRequest,
+        ChatMessageInput,
+        ChatMessageParam,
+        ContentPartParam,
+        FunctionDefinitionParam,
+        RequestOptions,
+        ResponseFormatParam,
+        ToolChoiceParam,
+        ToolParam,
+    )
+    from .models import Model, ModelList
+    from .requests import (
+        ChatCompletionCreateRequest,
+        ImageGenerateRequest,
+        RequestModel,
+        RunRequest,
+        load_requests,
+    )
+    from .shared import ErrorBody, ErrorObject
+
+_LAZY = {
+    "ChatCompletion": ".chat",
+    "ChatCompletionChunk": ".chat",
+    "Choice": ".chat",
+    "ChunkChoice": ".chat",
+    "ChunkDelta": ".chat",
+    "FinishReason": ".chat",
+    "FunctionCall": ".chat",
+    "Message": ".chat",
+    "ToolCall": ".chat",
+    "ToolCallDelta": ".chat",
+    "ToolCallFunctionDelta": ".chat",
+    "Usage": ".chat",
+    "ChatCompletionCreateParams": ".chat_params",
+    "ChatCompletionRequest": ".chat_params",
+    "ChatMessageInput": ".chat_params",
+    "ChatMessageParam": ".chat_params",
+    "ContentPartParam": ".chat_params",
+    "FunctionDefinitionParam": ".chat_params",
+    "RequestOptions": ".chat_params",
+    "ResponseFormatParam": ".chat_params",
+    "ToolChoiceParam": ".chat_params",
+    "ToolParam": ".chat_params",
+    "Model": ".models",
+    "ModelList": ".models",
+    "ChatCompletionCreateRequest": ".requests",
+    "ImageGenerateRequest": ".requests",
+    "RequestModel": ".requests",
+    "RunRequest": ".requests",
+    "load_requests": ".requests",
+    "ErrorBody": ".shared",
+    "ErrorObject": ".shared",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """Load a public name from its module on first use."""
+        module_name = _LAZY.get(name)
+        if module_name is None:
+            raise AttributeError(f"module 'aigateway.types' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module_name, __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    """The public names, the lazy ones included (for tab completion)."""
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ChatCompletion",

@@ -13,14 +13,21 @@ if TYPE_CHECKING:
 
 class GatewayModel(BaseModel):
     """A reply object. Unknown fields are kept (``model_extra``), so a newer gateway never
-    breaks an older client, and fields can be set by name or by their wire alias."""
+    breaks an older client, and fields can be set by name or by their wire alias.
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+    Validators are built on first use (``defer_build``), not at import: a process pays only
+    for the reply types it parses."""
+
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, protected_namespaces=(), defer_build=True
+    )
 
 
 class CreditsMixin(BaseModel):
     """The credit fields the gateway adds to some replies (``_remaining_credits``,
     ``_balance_warning``), as typed attributes; None when the reply did not carry them."""
+
+    model_config = ConfigDict(defer_build=True)
 
     remaining_credits: float | None = Field(default=None, alias="_remaining_credits")
     """Credits left on the account after this call."""

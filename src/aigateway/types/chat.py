@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Generic, Literal, TypeVar
 
+from pydantic import Field
+
 from .._display import card, field, guarded, plain, table
 from ._base import CreditsMixin, GatewayModel, ReplyMixin
 
@@ -168,7 +170,7 @@ class ChunkChoice(GatewayModel):
     """One choice of a stream chunk."""
 
     index: int = 0
-    delta: ChunkDelta = ChunkDelta()
+    delta: ChunkDelta = Field(default_factory=ChunkDelta)
     finish_reason: FinishReason | str | None = None
     logprobs: ChoiceLogprobs | None = None
     """The log probabilities of the tokens this chunk adds."""

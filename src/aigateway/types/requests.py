@@ -39,7 +39,7 @@ __all__ = [
 class RequestModel(BaseModel):
     """A request to one endpoint, checked when built, and serialised as the body it sends."""
 
-    model_config = ConfigDict(frozen=True, protected_namespaces=())
+    model_config = ConfigDict(frozen=True, protected_namespaces=(), defer_build=True)
 
     endpoint: ClassVar[str] = ""
     """The method that sends it (``chat.completions.create``), for errors."""

@@ -33,6 +33,7 @@ class AsyncHTTPClient(httpx.AsyncClient):
     def _init_transport(  # type: ignore[override]
         self, *args: Any, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
     ) -> httpx.AsyncBaseTransport:
+        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
         return transport if transport is not None else AutoTransport(*args, **kwargs)
 
     def _init_proxy_transport(  # type: ignore[override]

@@ -81,7 +81,10 @@ async def _tasks(count: int, per_task: int, call: Callable[[], Any]) -> int:
 
 
 async def _async_curve(
-    clients: dict[str, AsyncClient], calls: dict[str, Callable[[], Any]], tasks: int, total: int,
+    clients: dict[str, AsyncClient],
+    calls: dict[str, Callable[[], Any]],
+    tasks: int,
+    total: int,
     plan: Plan,
 ) -> dict[str, list[float]]:
     """Units per second of each variant, interleaved rounds (the order rotates)."""
@@ -182,9 +185,7 @@ def _table(title: str, columns: list[str], rows: dict[str, list[float]]) -> list
 
 def render(data: dict[str, Any]) -> str:
     curve = data["requests"]
-    by_lib = {
-        lib: [_median(curve[str(level)][lib]) for level in LEVELS] for lib in ASYNC_LIBS
-    }
+    by_lib = {lib: [_median(curve[str(level)][lib]) for level in LEVELS] for lib in ASYNC_LIBS}
     lines = _table(
         "async requests per second, by requests in flight (median)",
         [f"{level:,}" for level in LEVELS],
@@ -192,10 +193,14 @@ def render(data: dict[str, Any]) -> str:
     )
     lines.append("")
     streams = {lib: [_median(v)] for lib, v in data["streams"].items()}
-    lines += _table(f"async stream chunks per second, {STREAMS} streams in flight", ["chunks/s"], streams)
+    lines += _table(
+        f"async stream chunks per second, {STREAMS} streams in flight", ["chunks/s"], streams
+    )
     lines.append("")
     threads = {lib: [_median(v)] for lib, v in data["threads"].items()}
-    lines += _table(f"sync requests per second, one client shared by {THREADS} threads", ["req/s"], threads)
+    lines += _table(
+        f"sync requests per second, one client shared by {THREADS} threads", ["req/s"], threads
+    )
     lines.append("")
     for level, failures in FAILED.items():
         for lib, error in failures.items():
@@ -244,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         "stream_chunks": plan.stream_chunks,
     }
     print(render(data))
-    print(f"\nmode={data['meta']['mode']} cpus={os.cpu_count()} load={data['meta']['load']} "
-          f"took {data['meta']['seconds']:.0f} s")
+    print(
+        f"\nmode={data['meta']['mode']} cpus={os.cpu_count()} load={data['meta']['load']} "
+        f"took {data['meta']['seconds']:.0f} s"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(data, indent=1))
     print(f"JSON: {args.json}")

@@ -13,7 +13,6 @@ import pytest
 from aigateway import AsyncClient, Client, RetryPolicy
 from aigateway.testing import MockGateway
 
-
 from .redis_server import RedisServer
 from .transports import use_test_transport
 

@@ -99,7 +99,7 @@ async def test_proxies_from_the_environment(
     monkeypatch.delenv("no_proxy", raising=False)
     unresolvable = "http://gateway.invalid/v1"
     async with AsyncClient(api_key=gateway.api_key, base_url=unresolvable, max_retries=0) as client:
-        with pytest.raises(NotFoundError, match="no route for GET http://gateway.invalid/v1/"):
+        with pytest.raises(NotFoundError, match=r"no route for GET http://gateway\.invalid/v1/"):
             await client.models.list()
     monkeypatch.setenv("NO_PROXY", "gateway.invalid")
     async with AsyncClient(api_key=gateway.api_key, base_url=unresolvable, max_retries=0) as client:
@@ -113,7 +113,8 @@ async def test_tls_is_verified_by_default(anyio_backend: str) -> None:
     inner = pool._open()
     context = getattr(inner, "ssl_context", None) or inner._pool._ssl_context  # type: ignore[attr-defined]
     assert isinstance(context, ssl.SSLContext)
-    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
     await client.close()
 
 

@@ -30,13 +30,13 @@ class AsyncHTTPClient(httpx.AsyncClient):
     """`httpx.AsyncClient` whose own pools (the direct one and one per proxy from the
     environment) are `AutoTransport`s; a ``transport=`` given is used as it is."""
 
-    def _init_transport(  # type: ignore[override]
+    def _init_transport(
         self, *args: Any, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
     ) -> httpx.AsyncBaseTransport:
         kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
         return transport if transport is not None else AutoTransport(*args, **kwargs)
 
-    def _init_proxy_transport(  # type: ignore[override]
+    def _init_proxy_transport(
         self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
     ) -> httpx.AsyncBaseTransport:
         return AutoTransport(*args, proxy=proxy, **kwargs)
@@ -83,6 +83,7 @@ def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:
                 response = await super().handle_async_request(request)
             except Exception as exc:
                 raise _as_httpx_error(exc, request) from exc
+            assert isinstance(response.stream, httpx.AsyncByteStream)
             response.stream = _Body(response.stream, request)
             return response
 

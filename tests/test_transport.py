@@ -189,3 +189,30 @@ def test_aiohttp_errors_become_httpx_errors_as_httpx_raises_them(
         assert error.request is request  # type: ignore[attr-defined]
     other = ValueError("not I/O")
     assert _transport._as_httpx_error(other, request) is other
+
+
+async def test_cancelled_calls_leave_the_client_usable(
+    served: tuple[MockGateway, str], anyio_backend: str
+) -> None:
+    import anyio
+
+    gateway, url = served
+    async with AsyncClient(api_key=gateway.api_key, base_url=url, max_retries=0) as client:
+        # Cancelled inside a stream, after its first chunk. Not on trio: there httpcore's body
+        # generator is left to the garbage collector (a ResourceWarning), as before this pool.
+        for _ in range(3 if anyio_backend == "asyncio" else 0):
+            with anyio.CancelScope() as scope:
+                stream = await client.chat.completions.create(
+                    model="gpt-4o-mini", messages=HELLO, stream=True
+                )
+                async with stream:
+                    async for _ in stream:
+                        scope.cancel()
+                        await anyio.sleep(0)  # a checkpoint: the cancellation lands here
+            assert scope.cancelled_caught
+        async with anyio.create_task_group() as group:  # cancelled while the request is out
+            group.start_soon(client.models.list)
+            await anyio.sleep(0)
+            group.cancel_scope.cancel()
+        assert len(await client.models.list()) == 11
+        assert own_pool(client).backend == expected_backend(anyio_backend)

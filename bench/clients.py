@@ -159,21 +159,40 @@ class _AsyncAIGateway:
         await self._client.close()
 
 
+def _aiohttp_transport() -> Any:
+    from httpx_aiohttp import AiohttpTransport
+
+    return AiohttpTransport()
+
+
+def _httpx_transport() -> Any:
+    import httpx
+
+    return httpx.AsyncHTTPTransport()
+
+
 class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
-    """The opt-in ``aigateway[aiohttp]`` transport (asyncio only)."""
+    """aigateway given httpx-aiohttp's transport explicitly (what the default picks on asyncio)."""
 
-    @staticmethod
-    def transport() -> Any:
-        from httpx_aiohttp import AiohttpTransport
+    transport = staticmethod(_aiohttp_transport)
 
-        return AiohttpTransport()
+
+class _AsyncAIGatewayHttpx(_AsyncAIGateway):
+    """aigateway given httpx's own pool explicitly (what the default picks on trio)."""
+
+    transport = staticmethod(_httpx_transport)
 
 
 class _AsyncHttpx:
+    transport: Callable[[], Any] | None = None
+
     def __init__(self, base_url: str) -> None:
         import httpx
 
-        self._client = httpx.AsyncClient(headers={"Authorization": f"Bearer {API_KEY}"})
+        self._client = httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            transport=self.transport() if self.transport is not None else None,
+        )
         self._url = base_url + "/chat/completions"
 
     async def request(self) -> object:
@@ -198,11 +217,24 @@ class _AsyncHttpx:
         await self._client.aclose()
 
 
+class _AsyncHttpxAiohttp(_AsyncHttpx):
+    """Raw httpx on httpx-aiohttp's transport."""
+
+    transport = staticmethod(_aiohttp_transport)
+
+
 class _AsyncOpenAI:
+    aiohttp = False
+
     def __init__(self, base_url: str) -> None:
         import openai
 
-        self._client = openai.AsyncOpenAI(api_key=API_KEY, base_url=base_url, max_retries=0)
+        self._client = openai.AsyncOpenAI(
+            api_key=API_KEY,
+            base_url=base_url,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient() if self.aiohttp else None,
+        )
         self._create: Callable[..., Any] = self._client.chat.completions.create
 
     async def request(self) -> object:
@@ -218,6 +250,12 @@ class _AsyncOpenAI:
         await self._client.close()
 
 
+class _AsyncOpenAIAiohttp(_AsyncOpenAI):
+    """openai on its own aiohttp option, ``http_client=openai.DefaultAioHttpClient()``."""
+
+    aiohttp = True
+
+
 _SYNC: dict[str, Callable[[str], SyncClient]] = {
     "aigateway": _SyncAIGateway,
     "httpx": _SyncHttpx,
@@ -225,10 +263,16 @@ _SYNC: dict[str, Callable[[str], SyncClient]] = {
 }
 _ASYNC: dict[str, Callable[[str], AsyncClient]] = {
     "aigateway+aiohttp": _AsyncAIGatewayAiohttp,
+    "aigateway+httpx": _AsyncAIGatewayHttpx,
     "aigateway": _AsyncAIGateway,
     "httpx": _AsyncHttpx,
+    "httpx+aiohttp": _AsyncHttpxAiohttp,
     "openai": _AsyncOpenAI,
+    "openai+aiohttp": _AsyncOpenAIAiohttp,
 }
+"""``lib+transport``: the same client on that transport given explicitly; ``aigateway`` alone
+is the default (aiohttp's pool on asyncio when installed); ``httpx`` and ``openai`` alone are
+on httpx's pool, their default."""
 
 
 def sync_client(lib: str, base_url: str) -> SyncClient:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -13,6 +14,9 @@ from aigateway import AsyncClient, Client, RetryPolicy
 from aigateway.testing import MockGateway
 
 from .redis_server import RedisServer
+from .transports import use_test_transport
+
+use_test_transport(os.environ.get("AIGATEWAY_TEST_TRANSPORT"))
 
 BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"

@@ -1,5 +1,6 @@
-"""The opt-in aiohttp transport (``aigateway[aiohttp]``): the async client's whole behaviour over
-it, against the mock served on a real socket. aiohttp runs on asyncio only."""
+"""httpx-aiohttp's transport given explicitly (``transport=AiohttpTransport()``, as before it
+was the default on asyncio): the async client's behaviour over it, against the mock served on a
+real socket. aiohttp runs on asyncio only."""
 
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ class BaseClient(Generic[PipelineT]):
         tracing: object = False,
         shared_state: RedisState | None = None,
         rate_limit: RateLimit | None = None,
+        own_http_client_type: type[httpx.Client] | type[httpx.AsyncClient] | None = None,
         **settings: Any,
     ) -> None:
         config = ClientConfig.resolve(
@@ -121,7 +122,10 @@ class BaseClient(Generic[PipelineT]):
             raise ConfigurationError("pass http_client or transport, not both")
         self._owns_http_client = http_client is None
         if http_client is None:
-            http_client = http_client_type(timeout=config.timeout, transport=transport)  # type: ignore[arg-type]
+            http_client = (own_http_client_type or http_client_type)(
+                timeout=config.timeout,
+                transport=transport,  # type: ignore[arg-type]
+            )
         configure_from_env()
         state = ClientState(
             budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger

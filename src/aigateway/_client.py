@@ -232,7 +232,8 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
     One client serves many concurrent calls over one connection pool; keep it for the life of
     the application. Settings are those of `Client`; ``http_client`` is an `httpx.AsyncClient`.
     ``max_concurrency`` bounds the requests in flight across all tasks (the plans cap
-    concurrent requests; a stream is in flight until it is closed).
+    concurrent requests; a stream is in flight until it is closed). Its own pool is aiohttp's
+    on asyncio (much faster under many concurrent requests) and httpx's on trio.
 
     Args:
         api_key: The gateway key; ``AIGATEWAY_API_KEY`` when not given. Sent only to the
@@ -291,9 +292,12 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         shared_state: RedisState | None = None,
         rate_limit: RateLimit | None = None,
     ) -> None:
+        from ._transport import AsyncHTTPClient
+
         self._setup(
             AsyncPipeline,
             httpx.AsyncClient,
+            own_http_client_type=AsyncHTTPClient,
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,

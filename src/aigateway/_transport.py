@@ -1,0 +1,143 @@
+"""The async client's connection pool, chosen at the first request: aiohttp's on asyncio (several
+times httpx's throughput under many concurrent requests, where httpx's pool scans every
+connection for every queued request), httpx's own on trio or when aiohttp is missing. Chosen
+late because a client may be made outside any event loop."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+__all__ = ["AsyncHTTPClient", "AutoTransport", "backend_for"]
+
+ASYNCIO_BACKEND: str | None = None
+"""``"httpx"`` or ``"aiohttp"`` to skip the choice on asyncio (the test suite runs on each)."""
+
+
+def backend_for(library: str) -> str:
+    """The pool a client uses under the async ``library`` (``"asyncio"``, ``"trio"``)."""
+    if library != "asyncio":
+        return "httpx"
+    if ASYNCIO_BACKEND is not None:
+        return ASYNCIO_BACKEND
+    return "aiohttp" if importlib.util.find_spec("httpx_aiohttp") is not None else "httpx"
+
+
+class AsyncHTTPClient(httpx.AsyncClient):
+    """`httpx.AsyncClient` whose own pools (the direct one and one per proxy from the
+    environment) are `AutoTransport`s; a ``transport=`` given is used as it is."""
+
+    def _init_transport(
+        self, *args: Any, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
+    ) -> httpx.AsyncBaseTransport:
+        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
+        return transport if transport is not None else AutoTransport(*args, **kwargs)
+
+    def _init_proxy_transport(
+        self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
+    ) -> httpx.AsyncBaseTransport:
+        return AutoTransport(*args, proxy=proxy, **kwargs)
+
+
+class AutoTransport(httpx.AsyncBaseTransport):
+    """Builds its pool with httpx's settings (verify, cert, trust_env, limits, proxy) on the
+    first request, once the running async library is known."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        self._args = args
+        self._options = options
+        self.backend: str | None = None
+        self._pool: httpx.AsyncBaseTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        pool = self._pool or self._open()
+        return await pool.handle_async_request(request)
+
+    def _open(self) -> httpx.AsyncBaseTransport:
+        import sniffio
+
+        self.backend = backend_for(sniffio.current_async_library())
+        if self.backend == "aiohttp":
+            self._pool = _aiohttp_transport(*self._args, **self._options)
+        else:
+            self._pool = httpx.AsyncHTTPTransport(*self._args, **self._options)
+        return self._pool
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:
+    from httpx_aiohttp import AiohttpTransport
+
+    class AiohttpPool(AiohttpTransport):
+        """httpx-aiohttp's transport with aiohttp's errors mapped as httpx's pool raises
+        them: a dropped connection is a connection error, not a connect timeout."""
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                response = await super().handle_async_request(request)
+            except Exception as exc:
+                raise _as_httpx_error(exc, request) from exc
+            assert isinstance(response.stream, httpx.AsyncByteStream)
+            response.stream = _Body(response.stream, request)
+            return response
+
+    return AiohttpPool(*args, **options)
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, stream: httpx.AsyncByteStream, request: httpx.Request) -> None:
+        self._stream = stream
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._stream:
+                yield chunk
+        except Exception as exc:
+            raise _as_httpx_error(exc, self._request, reading=True) from exc
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        except Exception as exc:
+            raise _as_httpx_error(exc, self._request, reading=True) from exc
+
+
+def _as_httpx_error(exc: Exception, request: httpx.Request, *, reading: bool = False) -> Exception:
+    """The httpx error httpx's own pool raises for what aiohttp raised (``exc`` or its cause)."""
+    import asyncio
+    import ssl
+
+    import aiohttp
+
+    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
+    if not isinstance(cause, aiohttp.ClientError | asyncio.TimeoutError | OSError | ssl.SSLError):
+        return exc  # httpx's own errors, and anything that is no I/O failure, pass as they are
+    message = str(cause) or type(cause).__name__
+    error: httpx.TransportError
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        error = httpx.ConnectTimeout(message)
+    elif isinstance(cause, aiohttp.SocketTimeoutError):
+        error = httpx.ReadTimeout(message)
+    elif isinstance(cause, asyncio.TimeoutError):
+        error = httpx.ReadTimeout(message) if reading else httpx.ConnectTimeout(message)
+    elif isinstance(cause, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        error = httpx.ProxyError(message)
+    elif isinstance(cause, aiohttp.ClientConnectorError | ssl.SSLError):
+        error = httpx.ConnectError(message)
+    elif isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        error = httpx.RemoteProtocolError(message)
+    elif isinstance(cause, aiohttp.ClientResponseError):
+        error = httpx.RemoteProtocolError(message)
+    elif reading:
+        error = httpx.ReadError(message)
+    else:
+        error = httpx.ConnectError(message)
+    error.request = request
+    return error

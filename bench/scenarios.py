@@ -416,7 +416,7 @@ def sequential(server: ServerProcess, plan: Plan) -> Result:
             f"non-streaming {mode}: aigateway / httpx, wall µs/request",
             rows[f"{mode} aigateway"]["wall"],
             rows[f"{mode} httpx"]["wall"],
-            ("<=", 1.25),
+            ("<=", 1.10),
         )
         result.ratio(
             f"non-streaming {mode}: aigateway / httpx, client CPU µs/request",
@@ -479,7 +479,7 @@ def streaming(server: ServerProcess, plan: Plan) -> Result:
             f"streaming {mode}: aigateway / httpx(iter_lines+json.loads), wall µs/chunk",
             rows[f"{mode} aigateway"]["wall"],
             rows[f"{mode} httpx"]["wall"],
-            ("<=", 1.5),
+            ("<=", 1.20),
         )
         result.ratio(
             f"streaming {mode}: openai / aigateway, wall µs/chunk (how many times faster)",
@@ -630,13 +630,13 @@ def startup(server: ServerProcess, plan: Plan) -> Result:
         "import aigateway / import httpx, whole process wall",
         rows["import aigateway"]["wall"],
         rows["import httpx"]["wall"],
-        ("<=", 1.7),
+        ("<=", 1.3),
     )
     result.ratio(
         "first completion: aigateway / httpx, whole process wall",
         rows["first completion aigateway"]["wall"],
         rows["first completion httpx"]["wall"],
-        ("<=", 2.0),
+        ("<=", 1.5),
     )
     baseline = rows["python -c pass"]["wall"].samples
     for what in ("import", "first completion"):
@@ -690,7 +690,7 @@ def memory(server: ServerProcess, plan: Plan) -> Result:
         f"peak RSS streaming {long:,} chunks: aigateway / httpx",
         rows[f"aigateway {long:,} chunks"]["peak"],
         rows[f"httpx {long:,} chunks"]["peak"],
-        ("<=", 1.25),
+        ("<=", 1.3),
     )
     for lib in plan.rss_libs_long:
         result.ratio(

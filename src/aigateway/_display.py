@@ -9,9 +9,7 @@ into a fallback naming the class.
 
 from __future__ import annotations
 
-import base64
 import functools
-import html
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -42,6 +40,14 @@ VALUE_CHARS = 200
 _STYLE = "font-family:var(--jp-code-font-family,monospace);font-size:90%"
 
 F = TypeVar("F", bound=Callable[..., str | None])
+
+
+def escape(text: str, quote: bool = True) -> str:
+    """`html.escape`, imported on first use: its entity table (about 400 KiB) is loaded only
+    by a process that shows something in a notebook."""
+    from html import escape as html_escape
+
+    return html_escape(text, quote)
 
 
 def public_name(cls: type) -> str:
@@ -77,7 +83,7 @@ def field(name: str, value: object, limit: int = TEXT_CHARS) -> str | None:
 
 def _value(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
-    return html.escape(shorten(text, VALUE_CHARS))
+    return escape(shorten(text, VALUE_CHARS))
 
 
 def card(
@@ -89,16 +95,14 @@ def card(
     """A titled definition list (None values left out), then ``text`` (escaped, in a
     preformatted block) and ``body`` (HTML already built here)."""
     rows = "".join(
-        f"<dt>{html.escape(name)}</dt><dd>{_value(value)}</dd>"
+        f"<dt>{escape(name)}</dt><dd>{_value(value)}</dd>"
         for name, value in fields
         if value is not None
     )
     shown = ""
     if text is not None:
-        shown = (
-            f'<pre style="white-space:pre-wrap">{html.escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
-        )
-    title = html.escape(public_name(type(obj)))
+        shown = f'<pre style="white-space:pre-wrap">{escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
+    title = escape(public_name(type(obj)))
     return (
         f'<div class="aigateway" style="{_STYLE}"><strong>{title}</strong>'
         f'<dl style="display:grid;grid-template-columns:max-content auto;gap:0 1em">{rows}</dl>'
@@ -108,7 +112,7 @@ def card(
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """An HTML table; every cell escaped and shortened, None shown empty."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(f"<td>{'' if c is None else _value(c)}</td>" for c in row) + "</tr>"
         for row in rows
@@ -118,7 +122,9 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 def data_uri(mime: str, content: bytes) -> str:
     """A ``data:`` URI holding ``content``."""
-    return f"data:{mime};base64,{base64.b64encode(content).decode('ascii')}"
+    from base64 import b64encode
+
+    return f"data:{mime};base64,{b64encode(content).decode('ascii')}"
 
 
 def guarded(render: F) -> F:
@@ -131,7 +137,7 @@ def guarded(render: F) -> F:
             return render(self, *args)
         except Exception as exc:  # a repr must never raise
             fallback = f"<{public_name(type(self))} object (not shown: {type(exc).__name__})>"
-            return html.escape(fallback) if "html" in render.__name__ else fallback
+            return escape(fallback) if "html" in render.__name__ else fallback
 
     return safe  # type: ignore[return-value]
 
@@ -148,10 +154,10 @@ def rate_limit_text(info: Any) -> str | None:
 def media_html(kind: str, src: str, url: str, not_shown: str | None) -> str:
     """An ``<img>``, ``<audio>`` or ``<video>`` of ``src`` (a ``data:`` URI), or, when the
     bytes are not here (``not_shown`` says why), that reason and a link to ``url``."""
-    link = f'<a href="{html.escape(url, quote=True)}">{html.escape(shorten(url, 80))}</a>'
+    link = f'<a href="{escape(url, quote=True)}">{escape(shorten(url, 80))}</a>'
     if not_shown is not None or not src.startswith("data:"):
-        return f"<p>{html.escape(not_shown or 'not fetched')}: {link}</p>"
-    src = html.escape(src, quote=True)
+        return f"<p>{escape(not_shown or 'not fetched')}: {link}</p>"
+    src = escape(src, quote=True)
     if kind == "image":
         return f'<img src="{src}" alt="generated image"/>'
     if kind in ("audio", "video"):

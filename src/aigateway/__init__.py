@@ -16,8 +16,9 @@ imported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_names
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -150,22 +151,7 @@ _LAZY = {
 
 
 if not TYPE_CHECKING:  # checkers see the imports above: a name not among them is an error
-
-    def __getattr__(name: str) -> Any:
-        """Load a public name (the client, errors, models, streams) on first use."""
-        module_name = _LAZY.get(name)
-        if module_name is None:
-            raise AttributeError(f"module 'aigateway' has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module_name, __name__), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    """The public names, the lazy ones included (for tab completion)."""
-    return sorted(set(globals()) | set(__all__))
+    __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

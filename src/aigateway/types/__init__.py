@@ -3,7 +3,9 @@
 The names load on first use: importing one module (``aigateway.types.chat``) does not import
 the others, so a process pays only for the types it uses."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .chat import (
@@ -77,22 +79,7 @@ _LAZY = {
 }
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        """Load a public name from its module on first use."""
-        module_name = _LAZY.get(name)
-        if module_name is None:
-            raise AttributeError(f"module 'aigateway.types' has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module_name, __name__), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    """The public names, the lazy ones included (for tab completion)."""
-    return sorted(set(globals()) | set(__all__))
+    __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -66,7 +66,8 @@ def test_from_aigateway_import_client_loads_no_pydantic() -> None:
 
 def test_a_chat_call_builds_only_what_it_uses() -> None:
     """The chat resource imports no request models, no parse helpers and no other resource's
-    types, and no reply validator is built before a reply of that type is parsed."""
+    types; no reply validator is built at import, and a call builds the one of the reply it
+    will parse (the garbage collector paused), not the other."""
     script = """
 import json, sys
 import aigateway
@@ -77,8 +78,8 @@ client.chat.completions
 built = {"resource": [ChatCompletion.__pydantic_complete__, ChatCompletionChunk.__pydantic_complete__]}
 chat.build_create_call({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 built["call"] = [ChatCompletion.__pydantic_complete__, ChatCompletionChunk.__pydantic_complete__]
-ChatCompletion.model_validate_json('{"id": "c", "choices": []}')
-built["parsed"] = [ChatCompletion.__pydantic_complete__, ChatCompletionChunk.__pydantic_complete__]
+chat.build_create_call({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
+built["stream"] = [ChatCompletion.__pydantic_complete__, ChatCompletionChunk.__pydantic_complete__]
 print(json.dumps({"modules": sorted(sys.modules), "built": built}))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -87,8 +88,8 @@ print(json.dumps({"modules": sorted(sys.modules), "built": built}))
     assert [m for m in report["modules"] if m.startswith(unneeded)] == []
     assert report["built"] == {
         "resource": [False, False],
-        "call": [False, False],
-        "parsed": [True, False],
+        "call": [True, False],
+        "stream": [True, True],
     }
 
 
@@ -101,3 +102,46 @@ def test_types_names_load_on_first_use() -> None:
     assert types.ChatCompletionCreateRequest.__module__ == "aigateway.types.requests"
     with pytest.raises(AttributeError, match="NoSuchType"):
         types.NoSuchType  # noqa: B018
+
+
+def test_the_collector_pause_leaves_the_collector_as_it_found_it() -> None:
+    import gc
+
+    from aigateway._lazy import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():  # nested: the outer one turns it back on
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("a failed build")
+    assert gc.isenabled()
+    gc.disable()  # a program that runs without the collector keeps it off
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_first_chat_call_pauses_the_collector_while_it_builds() -> None:
+    """Building the request's and the reply's validators runs with the collector off."""
+    script = """
+import gc, json
+import aigateway
+from aigateway.resources import chat
+states = []
+real = chat.TypeAdapter
+chat.TypeAdapter = lambda tp: (states.append(gc.isenabled()), real(tp))[1]
+from aigateway.types.chat import ChatCompletion
+rebuild = ChatCompletion.model_rebuild
+ChatCompletion.model_rebuild = lambda: (states.append(gc.isenabled()), rebuild())[1]
+chat.build_create_call({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+print(json.dumps({"states": states, "after": gc.isenabled()}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.splitlines()[-1]) == {"states": [False, False], "after": True}

@@ -19,6 +19,7 @@ from ._config import (
 )
 from ._display import card, field, guarded, plain, rate_limit_text
 from ._http import Pipeline
+from ._lazy import collector_paused
 from ._ledger import CreditBudget, UsageLedger
 from ._limits import RateLimit, RequestBudget
 from ._logging import configure_from_env
@@ -64,7 +65,8 @@ class LazyResource(Generic[ResourceT]):
             return self
         import importlib
 
-        module = importlib.import_module(f".resources.{self._module}", __package__)
+        with collector_paused():
+            module = importlib.import_module(f".resources.{self._module}", __package__)
         pipeline = client._pipeline  # type: ignore[attr-defined]
         resource: ResourceT = getattr(module, self._class_name)(pipeline)
         client.__dict__[self._name] = resource

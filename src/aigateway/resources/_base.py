@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import replace
@@ -161,6 +160,8 @@ def check_keywords(given: Collection[str], allowed: Collection[str], method: str
     """A TypeError naming an unexpected keyword argument and the closest allowed one."""
     for name in given:
         if name not in allowed:
+            import difflib  # only for a misspelt keyword's hint
+
             close = difflib.get_close_matches(name, list(allowed), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(f"{method}() got an unexpected keyword argument {name!r}{hint}")

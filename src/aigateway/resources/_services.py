@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_type_hints
 from pydantic import TypeAdapter
 
 from .._http import APICall
+from .._lazy import collector_paused
 from ..errors import InvalidRequestError, Violation
 from ..types._validation import validate
 from ..types.files import encode_file, is_file_field
@@ -78,7 +79,8 @@ class ServiceMethod(Generic[R]):
 
     @cached_property
     def adapter(self) -> TypeAdapter[Any]:
-        return TypeAdapter(self.inputs)
+        with collector_paused():
+            return TypeAdapter(self.inputs)
 
 
 def _model_violation(model: object) -> Violation | None:

@@ -11,7 +11,9 @@ from pydantic import BaseModel, TypeAdapter
 from typing_extensions import Unpack
 
 from .._http import APICall
+from .._lazy import collector_paused
 from ..errors import InvalidRequestError, Violation
+from ..types._base import built
 from ..types._validation import validate
 from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
 from ..types.chat_params import (
@@ -57,14 +59,15 @@ _STREAM_KEYWORDS = _KEYWORDS - {"stream"}
 def _request_adapter() -> TypeAdapter[ChatCompletionRequest]:
     """The request body's validator, built on the first call rather than at import: building
     it costs tens of milliseconds a process that never sends a chat request need not pay."""
-    return TypeAdapter(ChatCompletionRequest)
+    with collector_paused():
+        return TypeAdapter(ChatCompletionRequest)
 
 
 def _chunk_parser() -> Callable[[str | bytes], ChatCompletionChunk]:
     """`ChatCompletionChunk.model_validate_json` without its Python wrapper, which costs about
     as much again as the validation of a small chunk; the model's validator is built on first
     use (reply models defer their build), so this is looked up per call, not at import."""
-    return ChatCompletionChunk.__pydantic_validator__.validate_json
+    return built(ChatCompletionChunk).__pydantic_validator__.validate_json
 
 
 _MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
@@ -102,7 +105,7 @@ def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
     return APICall(
         "POST",
         "chat/completions",
-        parse=_chunk_parser() if stream else ChatCompletion.model_validate_json,
+        parse=_chunk_parser() if stream else built(ChatCompletion).model_validate_json,
         body=adapter.dump_json(validated),
         options=options,  # type: ignore[arg-type]
         stream=stream,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from .._lazy import collector_paused
 
 if TYPE_CHECKING:
     from .._ledger import FallbackInfo
@@ -21,6 +23,18 @@ class GatewayModel(BaseModel):
     model_config = ConfigDict(
         extra="allow", populate_by_name=True, protected_namespaces=(), defer_build=True
     )
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def built(model: type[ModelT]) -> type[ModelT]:
+    """``model`` with its validator built, the garbage collector paused while it is (a build
+    is one-time work, see `collector_paused`); after the first call, one attribute check."""
+    if not model.__pydantic_complete__:
+        with collector_paused():
+            model.model_rebuild()
+    return model
 
 
 class CreditsMixin(BaseModel):

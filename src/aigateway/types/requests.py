@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_origin, get
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 from typing_extensions import NotRequired, Required, Self, TypedDict, Unpack
 
+from .._lazy import collector_paused
 from ..errors import InvalidRequestError, Violation
 from ._validation import validate
 from .chat_params import ALLOWED, ChatCompletionRequestFields
@@ -121,7 +122,8 @@ class RequestModel(BaseModel):
 
 @cache
 def _adapter_of(fields_type: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(fields_type)
+    with collector_paused():
+        return TypeAdapter(fields_type)
 
 
 def _field_definitions(fields_type: type) -> dict[str, Any]:

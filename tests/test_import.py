@@ -116,7 +116,7 @@ def test_the_collector_pause_leaves_the_collector_as_it_found_it() -> None:
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
-    with pytest.raises(ValueError), collector_paused():
+    with pytest.raises(ValueError, match="a failed build"), collector_paused():
         raise ValueError("a failed build")
     assert gc.isenabled()
     gc.disable()  # a program that runs without the collector keeps it off

@@ -3,6 +3,7 @@ exact under concurrency) and the opt-in credit budget (refused before sending)."
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import anyio
@@ -65,6 +66,12 @@ async def test_a_chat_reply_carries_the_rate_limit_of_its_own_response(
     assert second.rate_limit.remaining == first.rate_limit.remaining - 1
     assert client.rate_limit == second.rate_limit
     assert "rate_limit" not in first.model_dump()  # not a field of the reply's data
+    # kept with the reply: copied, pickled, and part of equality like a private attribute
+    assert first.model_copy().rate_limit == first.rate_limit
+    assert pickle.loads(pickle.dumps(first)).rate_limit == first.rate_limit
+    bare = type(first).model_validate(first.model_dump(by_alias=True))
+    assert bare.rate_limit is None
+    assert bare != first
 
 
 async def test_a_run_result_and_an_error_carry_their_rate_limit(

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     )
     from ._client import AsyncClient, Client
     from ._config import Secret
-    from ._http import RawResponse, new_idempotency_key
+    from ._http import RawResponse
     from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
     from ._limits import RateLimit
+    from ._request_builder import new_idempotency_key
     from ._response import AsyncStreamedResponse, StreamedResponse
     from ._retry import RetryPolicy
     from ._streaming import AsyncStream, Stream
@@ -85,7 +86,7 @@ _LAZY = {
     "Client": "._client",
     "Secret": "._config",
     "RawResponse": "._http",
-    "new_idempotency_key": "._http",
+    "new_idempotency_key": "._request_builder",
     "FailedAttempt": "._ledger",
     "FallbackInfo": "._ledger",
     "ModelUsage": "._ledger",

@@ -127,6 +127,15 @@ def check_stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeouts:
     return timeouts
 
 
+def with_headers(headers: dict[str, str], over: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with ``over`` on top, a name replaced whatever its case (``user-agent``
+    replaces ``User-Agent``: a header is never sent twice)."""
+    names = {name.lower() for name in over}
+    merged = {name: value for name, value in headers.items() if name.lower() not in names}
+    merged.update(over)
+    return merged
+
+
 def coerce_timeout(timeout: TimeoutTypes) -> httpx.Timeout:
     """A number means the same limit for connect, read, write and pool; None means no limit."""
     if isinstance(timeout, httpx.Timeout):
@@ -209,12 +218,12 @@ class ClientConfig:
 
     def headers(self) -> dict[str, str]:
         """The headers every request carries."""
-        return {
+        own = {
             "Authorization": f"Bearer {self.api_key.reveal()}",
             "Accept": "application/json",
             "User-Agent": f"aigateway-python/{__version__}",
-            **self.default_headers,
         }
+        return with_headers(own, self.default_headers)
 
     def __repr__(self) -> str:
         return (

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -36,7 +35,7 @@ from ._classify import (
     status_error,
 )
 from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
-from ._config import ClientConfig, coerce_timeout
+from ._config import ClientConfig
 from ._ledger import (
     CreditBudget,
     FailedAttempt,
@@ -49,6 +48,7 @@ from ._ledger import (
 )
 from ._logging import logger
 from ._observer import CallObserver, CallTrace
+from ._request_builder import RequestBuilder
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
@@ -61,12 +61,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["APICall", "Pipeline", "RawResponse", "new_idempotency_key"]
+__all__ = ["APICall", "Pipeline", "RawResponse"]
 
 _NO_OPTIONS: RequestOptions = {}
-_URL_CACHE_SIZE = 256
-"""Paths whose URL a pipeline remembers (ids in paths vary; the cache must not grow without end)."""
-_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +94,6 @@ class APICall(Generic[T]):
     """The observer's record of this call (``Client(tracing=...)``); None when off."""
 
 
-def new_idempotency_key() -> str:
-    """A fresh idempotency key (a random UUID), to pass as ``idempotency_key=`` and keep, so
-    the same call can be repeated later (even from another process) without acting twice."""
-    return str(uuid.uuid4())
-
-
 class Pipeline:
     """The logic of every call, without I/O; `SyncPipeline` and `AsyncPipeline` drive it."""
 
@@ -123,8 +114,7 @@ class Pipeline:
         self.retry = retry
         self.transport = transport
         """The transport the client was given, if any (a mock's serves sockets in-process)."""
-        self._headers = config.headers()
-        self._urls: dict[str, tuple[httpx.URL, bool]] = {}
+        self.requests = RequestBuilder(config, http_client)
         self.credit_budget = credit_budget
         """The opt-in credit budget of this client object (``max_credits``), or None."""
         self.observer: CallObserver | None = None
@@ -134,50 +124,10 @@ class Pipeline:
 
     def build_request(self, call: APICall[Any]) -> httpx.Request:
         """The httpx request for a call: URL, headers, body, timeout."""
-        options = call.options
-        headers: dict[str, str] = dict(self._headers)
-        if call.body is not None:
-            headers.update(_JSON_HEADERS)
+        timeout = None
         if call.stream:
-            headers["Accept"] = "text/event-stream"
-        idempotency_key = options.get("idempotency_key")
-        if idempotency_key:
-            headers["Idempotency-Key"] = idempotency_key
-        elif self.config.auto_idempotency_keys and call.method == "POST":
-            headers["Idempotency-Key"] = new_idempotency_key()
-        extra_headers = options.get("extra_headers")
-        if extra_headers:
-            headers.update(extra_headers)
-        body = call.body
-        extra_body = options.get("extra_body")
-        if extra_body:
-            merged = json.loads(body) if body else {}
-            merged.update(extra_body)
-            body = json.dumps(merged).encode()
-        timeout = (
-            coerce_timeout(options["timeout"]) if "timeout" in options else self.config.timeout
-        )
-        url, same_origin = self._url_for(call.path)
-        if not same_origin:
-            headers.pop("Authorization", None)  # the key goes to the gateway only
-        if call.stream:
-            timeout = self.stream_timeouts(call).read_timeout(timeout)
-        return self.http_client.build_request(
-            call.method, url, headers=headers, content=body, timeout=timeout
-        )
-
-    def _url_for(self, path: str) -> tuple[httpx.URL, bool]:
-        """The absolute URL of a path and whether it is on the gateway's origin; the common
-        paths are remembered, since joining URLs is the costliest step of building a request."""
-        known = self._urls.get(path)
-        if known is None:
-            url = self.config.base_url.join(path)
-            base = self.config.base_url
-            same_origin = (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
-            known = (url, same_origin)
-            if len(self._urls) < _URL_CACHE_SIZE:
-                self._urls[path] = known
-        return known
+            timeout = self.stream_timeouts(call).read_timeout(self.requests.timeout_of(call))
+        return self.requests.build(call, timeout)
 
     def stream_timeouts(self, call: APICall[Any]) -> StreamTimeouts:
         return StreamTimeouts.of(self.config.stream_timeouts, call.options)
@@ -350,8 +300,10 @@ class Pipeline:
         parsed = parse_body(call.parse, response)
         self.state.observe(response, parsed)
         self.state.ledger.record_reply(parsed)
-        if rate_limit is not None and hasattr(parsed, "_rate_limit"):
-            parsed._rate_limit = rate_limit  # a reply model (`ReplyMixin`)
+        if rate_limit is not None:
+            learn = getattr(type(parsed), "_learn", None)  # a reply model (`ReplyMixin`)
+            if learn is not None:
+                learn(parsed, "rate_limit", rate_limit)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
     def _read_and_close(

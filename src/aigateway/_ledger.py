@@ -301,8 +301,9 @@ def checked_fallbacks(models: object) -> tuple[str, ...]:
 def attach_fallback(result: Any, info: FallbackInfo) -> None:
     """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
     target = result.parse() if isinstance(result, RawResponse) else result
-    if hasattr(target, "_fallback"):
-        target._fallback = info  # a reply model (`ReplyMixin`)
+    learn = getattr(type(target), "_learn", None)  # a reply model (`ReplyMixin`)
+    if learn is not None:
+        learn(target, "fallback", info)
     elif hasattr(target, "__dict__"):
         target.fallback = info  # a stream or socket
 

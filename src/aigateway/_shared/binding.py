@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._commands import Flow, Sleep
-from .._http import new_idempotency_key
+from .._request_builder import new_idempotency_key
 from ..errors import APIError, BudgetExceededError
 
 if TYPE_CHECKING:

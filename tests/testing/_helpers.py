@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
+
+import httpx
+
+Chat = Callable[..., httpx.Response]
+"""The ``chat`` fixture: POST /chat/completions with the fields given."""
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 """The tokenizer rule, restated here so tests check the mock against it, not against itself."""
@@ -16,6 +22,12 @@ def tokens(text: str) -> int:
 
 def user(text: str = "Hello, world!") -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
+
+
+def ok(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
 
 
 def parse_sse(raw: bytes) -> list[Any]:
@@ -44,3 +56,10 @@ LOOKUP_TOOL: dict[str, Any] = {
     },
 }
 """A tool with two required arguments, for tool-call tests."""
+
+
+def schema_format(schema: dict[str, Any], strict: bool | None = None) -> dict[str, Any]:
+    json_schema: dict[str, Any] = {"name": "order", "schema": schema}
+    if strict is not None:
+        json_schema["strict"] = strict
+    return {"type": "json_schema", "json_schema": json_schema}

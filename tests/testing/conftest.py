@@ -10,6 +10,7 @@ import pytest
 
 from aigateway.testing import MockGateway
 
+from ..conftest import in_process_client
 from ._helpers import user
 
 
@@ -43,3 +44,9 @@ def chat(client: httpx.Client) -> Callable[..., httpx.Response]:
         return client.post("/chat/completions", json=body)
 
     return post
+
+
+@pytest.fixture(params=["sync", "async"])
+async def ours(request: pytest.FixtureRequest, gateway: MockGateway) -> Any:
+    async with in_process_client(request.param, gateway, max_retries=0) as client:
+        yield client

@@ -1,0 +1,32 @@
+"""What the tests of the SSE decoder (`aigateway._sse`) share: ``E``, a short name for
+`ServerSentEvent`, and two ways to run a whole stream through an `SSEDecoder`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aigateway._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+
+E = ServerSentEvent
+
+
+def decode(*chunks: bytes, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> list[ServerSentEvent]:
+    """Feed the chunks in order and close; return every event."""
+    decoder = SSEDecoder(max_event_size=max_event_size)
+    events: list[ServerSentEvent] = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.close())
+    return events
+
+
+def decode_all(
+    chunks: Iterable[bytes], max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+) -> tuple[list[ServerSentEvent], bool, str | None, int | None]:
+    """Feed the chunks and close; return (events, pending, last_event_id, retry)."""
+    decoder = SSEDecoder(max_event_size=max_event_size)
+    events: list[ServerSentEvent] = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.close())
+    return events, decoder.pending, decoder.last_event_id, decoder.retry

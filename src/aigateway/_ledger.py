@@ -143,7 +143,7 @@ class UsageLedger:
                     charge = max(Decimal(0), lowest - balance)
                 if lowest is None or balance < lowest:
                     self._lowest_balance = balance
-            entry = self._models.setdefault(model, ModelUsage())
+            entry = self._models.get(model) or self._models.setdefault(model, ModelUsage())
             entry.requests += 1
             prompt = prompt if isinstance(prompt, int) else 0
             completion = completion if isinstance(completion, int) else 0

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .clients import API_KEY, BODY, MESSAGES, MODEL
-from .server import Replies, ServerProcess, child_env
+from .server import Replies
+from .server_process import ServerProcess, child_env
 
 PARTS = ("micro", "request", "stream", "concurrent", "imports")
 PACKAGES = ("aigateway", "httpx", "httpcore", "h11", "pydantic", "tenacity", "anyio")

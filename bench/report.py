@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Iterable
 
 from .clients import LIBS
-from .scenarios import Ratio, Result, Series
+from .measure import Ratio, Result, Series
 
 
 def _fmt(value: float) -> str:

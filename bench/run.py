@@ -22,10 +22,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import scenarios
+from . import process_scenarios, scenarios
+from .measure import FULL, QUICK, Plan, Result
 from .report import render
-from .scenarios import FULL, QUICK, Plan, Result
-from .server import FRAMINGS, KINDS, ROOT, ServerProcess
+from .server import FRAMINGS, KINDS, ROOT
+from .server_process import ServerProcess
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
 ORDER = ("servers", "sequential", "streaming", "concurrent", "startup", "memory", "mock")
@@ -33,8 +34,8 @@ _WITH_SERVER: dict[str, Callable[[ServerProcess, Plan], Result]] = {
     "sequential": scenarios.sequential,
     "streaming": scenarios.streaming,
     "concurrent": scenarios.concurrent,
-    "startup": scenarios.startup,
-    "memory": scenarios.memory,
+    "startup": process_scenarios.startup,
+    "memory": process_scenarios.memory,
 }
 
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                     if key in _WITH_SERVER:
                         run(key, lambda key=key: _WITH_SERVER[key](server, plan))
         if "mock" in selected:
-            run("mock", lambda: scenarios.mock_gateway(plan))
+            run("mock", lambda: process_scenarios.mock_gateway(plan))
     except KeyboardInterrupt:
         interrupted = True
         print("[bench] interrupted: the server is stopped, partial results follow", file=sys.stderr)

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .clients import AsyncClient, async_client, sync_client
-from .server import ROOT, ServerProcess
+from .server import ROOT
+from .server_process import ServerProcess
 
 ASYNC_LIBS = (
     "aigateway",

@@ -344,7 +344,8 @@ class Pipeline:
                 if first and not looks_like_sse(response, data):
                     raise not_an_event_stream(response, data[:500])
                 first = False
-                head = decoder.feed(data)
+                if decoder.feed(data):
+                    head = [decoder.next_chunk()]
         except BaseException:
             yield Close(body)
             yield Close(response)

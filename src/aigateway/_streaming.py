@@ -31,7 +31,7 @@ import httpx
 from ._classify import error_event, read_json, request_failed
 from ._closing import AsyncClosing, Closing
 from ._display import first_choice_text, guarded, stream_html, stream_repr
-from ._sse import SSEDecodeError, SSEDecoder
+from ._sse import ServerSentEvent, SSEDecodeError, SSEDecoder
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimer
 from .errors import (
     APIError,
@@ -93,33 +93,50 @@ class ChunkDecoder(Generic[T]):
         self.done = False
         self.received = 0
         self.tail: deque[T] = deque(maxlen=TAIL)
+        self._waiting: deque[ServerSentEvent] = deque()
 
-    def feed(self, data: bytes) -> list[T]:
-        """The chunks completed by the next bytes of the body (empty once ``[DONE]`` is seen)."""
+    def feed(self, data: bytes) -> bool:
+        """Take the next bytes of the body; true when events are waiting for `next_chunk`.
+
+        A chunk is parsed when it is asked for, not when its bytes arrive: one read can bring
+        hundreds of events, and chunks parsed ahead would wait in memory (and each collection
+        of the garbage collector would go through them) while the reader works through them."""
         try:
             events = self._sse.feed(data)
         except SSEDecodeError as exc:
             raise self._invalid(str(exc), data) from exc
         if self._timer is not None:
             self._check_time(bool(events))  # before counting them: a late event trips the limit
-        chunks: list[T] = []
-        parse = self._parse
-        for event in events:  # the hot path: one parse per event, no other call
-            text = event.data
-            if text == DONE or self.done:
+        waiting = self._waiting
+        for event in events:
+            if event.data == DONE or self.done:
                 self.done = True
                 break
-            if event.event == "error" or '"error"' in text[:32]:
-                self._raise_error_object(text)
-            try:
-                # model_validate_json takes str as well as bytes: no re-encoding
-                chunks.append(parse(text))  # type: ignore[arg-type]
-            except ValueError as exc:
-                raise self._not_a_chunk(text, exc) from exc
-        if chunks:
-            self.received += len(chunks)
-            self.tail.extend(chunks)
-        return chunks
+            waiting.append(event)
+        return bool(waiting)
+
+    def next_chunk(self) -> T | None:
+        """The chunk of the next event fed, None when none is waiting. An error event raises
+        its API error here, after the chunks before it."""
+        if not self._waiting:
+            return None
+        event = self._waiting.popleft()
+        text = event.data
+        if event.event == "error" or '"error"' in text[:32]:
+            self._raise_error_object(text)
+        try:
+            # model_validate_json takes str as well as bytes: no re-encoding
+            chunk = self._parse(text)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise self._not_a_chunk(text, exc) from exc
+        self.received += 1
+        self.tail.append(chunk)
+        return chunk
+
+    @property
+    def caught_up(self) -> bool:
+        """No event fed is waiting to be parsed."""
+        return not self._waiting
 
     def feed_frame(self, message: str | bytes) -> T | None:
         """The chunk of one WebSocket frame; None for the done frame."""
@@ -304,9 +321,28 @@ class _StreamBase(Generic[T]):
     def _repr_html_(self) -> str:
         return stream_html(self, self.state, self.received, self._recent_text())
 
-    def _observe(self, chunks: list[T]) -> None:
+    def _head_and_waiting(self) -> Iterator[T]:
+        """The chunk the pipeline read ahead, then those of the events it fed besides."""
+        if self._head:
+            head, self._head = self._head, []
+            if self._decoder.caught_up:
+                self._observe(head[-1])
+            yield from head
+        yield from self._waiting_chunks()
+
+    def _waiting_chunks(self) -> Iterator[T]:
+        """The chunks of the events fed so far, each parsed as it is asked for; the reply's
+        credits are noted at the last of them."""
+        decoder = self._decoder
+        next_chunk = decoder.next_chunk
+        while (chunk := next_chunk()) is not None:
+            if decoder.caught_up:
+                self._observe(chunk)
+            yield chunk
+
+    def _observe(self, chunk: T) -> None:
         if self._on_chunk is not None:
-            self._on_chunk(self.response, chunks[-1])
+            self._on_chunk(self.response, chunk)
 
     def _closed(self) -> None:
         """Give back what the stream held besides the connection (a concurrency slot), once."""
@@ -350,16 +386,11 @@ class Stream(_StreamBase[T], SyncChunkIterator[T]):
             self._body = self.response.iter_bytes()
         raw = self._body
         try:
-            if self._head:
-                head, self._head = self._head, []
-                self._observe(head)
-                yield from head
+            yield from self._head_and_waiting()
             if not decoder.done:
                 for data in raw:
-                    chunks = decoder.feed(data)
-                    if chunks:
-                        self._observe(chunks)
-                        yield from chunks
+                    if decoder.feed(data):
+                        yield from self._waiting_chunks()
                     if decoder.done:
                         break
                 else:
@@ -394,17 +425,12 @@ class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
             self._body = self.response.aiter_bytes()
         raw = self._body
         try:
-            if self._head:
-                head, self._head = self._head, []
-                self._observe(head)
-                for chunk in head:
-                    yield chunk
+            for chunk in self._head_and_waiting():
+                yield chunk
             if not decoder.done:
                 async for data in raw:
-                    chunks = decoder.feed(data)
-                    if chunks:
-                        self._observe(chunks)
-                        for chunk in chunks:
+                    if decoder.feed(data):
+                        for chunk in self._waiting_chunks():
                             yield chunk
                     if decoder.done:
                         break

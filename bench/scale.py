@@ -47,8 +47,9 @@ SYNC_LIBS = ("aigateway", "httpx", "openai")
 LEVELS = (1, 16, 64, 256, 1024)
 STREAMS = 100
 THREADS = 50
-FAILED: dict[int, dict[str, str]] = {}
-"""Variants that raised at a concurrency (by requests in flight): named in the report."""
+FAILED: dict[str, dict[str, str]] = {}
+"""Variants that raised, by measurement (``"1,024 in flight"``, ``"50 threads"``): a client
+that cannot keep up is named in the report, not fatal to the run."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class Plan:
 
 QUICK = Plan(rounds=3, requests=300, stream_chunks=100, sync_requests=500, budget=10.0)
 FULL = Plan(rounds=5, requests=2_000, stream_chunks=500, sync_requests=2_000, budget=90.0)
+
+
+def _failed(label: str, lib: str, exc: Exception) -> None:
+    FAILED.setdefault(label, {})[lib] = f"{type(exc).__name__}: {exc}"[:160]
 
 
 def _median(values: list[float]) -> float:
@@ -87,6 +92,7 @@ async def _async_curve(
     tasks: int,
     total: int,
     plan: Plan,
+    label: str,
 ) -> dict[str, list[float]]:
     """Units per second of each variant, interleaved rounds (the order rotates)."""
     per_task = max(1, total // tasks)
@@ -98,13 +104,13 @@ async def _async_curve(
         libs = list(clients)
         libs = libs[round_ % len(libs) :] + libs[: round_ % len(libs)]
         for lib in libs:
-            if lib in FAILED.get(tasks, {}):
+            if lib in FAILED.get(label, {}):
                 continue
             begin = time.perf_counter()
             try:
                 units = await _tasks(tasks, per_task, calls[lib])
             except Exception as exc:  # a client that cannot keep up: reported, not fatal
-                FAILED.setdefault(tasks, {})[lib] = f"{type(exc).__name__}: {exc}"[:160]
+                _failed(label, lib, exc)
                 continue
             rates[lib].append(units / (time.perf_counter() - begin))
         if round_ >= 1 and time.perf_counter() - started > plan.budget:
@@ -120,7 +126,7 @@ async def _requests(url: str, plan: Plan) -> dict[int, dict[str, list[float]]]:
         for tasks in LEVELS:
             print(f"[scale] {tasks} concurrent requests ...", file=sys.stderr, flush=True)
             curve[tasks] = await _async_curve(
-                clients, calls, tasks, max(plan.requests, tasks), plan
+                clients, calls, tasks, max(plan.requests, tasks), plan, f"{tasks:,} in flight"
             )
         return curve
     finally:
@@ -133,7 +139,7 @@ async def _streams(url: str, plan: Plan) -> dict[str, list[float]]:
     clients = {lib: async_client(lib, url) for lib in ASYNC_LIBS}
     try:
         calls = {lib: client.stream for lib, client in clients.items()}
-        return await _async_curve(clients, calls, STREAMS, STREAMS, plan)
+        return await _async_curve(clients, calls, STREAMS, STREAMS, plan, f"{STREAMS} streams")
     finally:
         for client in clients.values():
             await client.close()
@@ -161,12 +167,18 @@ def _threads(url: str, plan: Plan) -> dict[str, list[float]]:
                     future.result()
                 return THREADS * per / (time.perf_counter() - begin)
 
+            label = f"{THREADS} threads"
             for lib in SYNC_LIBS:
                 run(lib, 1)  # warm: open the connections
             started = time.perf_counter()
             for round_ in range(plan.rounds):
                 for lib in SYNC_LIBS[round_ % 3 :] + SYNC_LIBS[: round_ % 3]:
-                    rates[lib].append(run(lib, per_thread))
+                    if lib in FAILED.get(label, {}):
+                        continue
+                    try:
+                        rates[lib].append(run(lib, per_thread))
+                    except Exception as exc:  # reported, not fatal (see FAILED)
+                        _failed(label, lib, exc)
                 if round_ >= 1 and time.perf_counter() - started > plan.budget:
                     break
     finally:
@@ -203,9 +215,9 @@ def render(data: dict[str, Any]) -> str:
         f"sync requests per second, one client shared by {THREADS} threads", ["req/s"], threads
     )
     lines.append("")
-    for level, failures in FAILED.items():
+    for label, failures in FAILED.items():
         for lib, error in failures.items():
-            lines.append(f"{lib} failed at {level:,} in flight: {error}")
+            lines.append(f"{lib} failed at {label}: {error}")
     lines.append("")
     lines.append("aigateway against the best other client on the same pool (requests/s ratio)")
     pairs = {
@@ -239,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             "requests": {str(k): v for k, v in asyncio.run(_requests(server.url(), plan)).items()},
             "streams": asyncio.run(_streams(server.url(plan.stream_chunks), plan)),
             "threads": _threads(server.url(), plan),
-            "failed": {str(level): failures for level, failures in FAILED.items()},
+            "failed": FAILED,
         }
     data["meta"] = {
         "mode": "quick" if args.quick else "full",

@@ -93,7 +93,8 @@ class ChunkDecoder(Generic[T]):
         self.done = False
         self.received = 0
         self.tail: deque[T] = deque(maxlen=TAIL)
-        self._waiting: deque[ServerSentEvent] = deque()
+        self.waiting: deque[ServerSentEvent] = deque()
+        """Events fed whose chunks `next_chunk` has not given yet."""
 
     def feed(self, data: bytes) -> bool:
         """Take the next bytes of the body; true when events are waiting for `next_chunk`.
@@ -107,7 +108,7 @@ class ChunkDecoder(Generic[T]):
             raise self._invalid(str(exc), data) from exc
         if self._timer is not None:
             self._check_time(bool(events))  # before counting them: a late event trips the limit
-        waiting = self._waiting
+        waiting = self.waiting
         for event in events:
             if event.data == DONE or self.done:
                 self.done = True
@@ -118,9 +119,10 @@ class ChunkDecoder(Generic[T]):
     def next_chunk(self) -> T | None:
         """The chunk of the next event fed, None when none is waiting. An error event raises
         its API error here, after the chunks before it."""
-        if not self._waiting:
+        waiting = self.waiting
+        if not waiting:
             return None
-        event = self._waiting.popleft()
+        event = waiting.popleft()
         text = event.data
         if event.event == "error" or '"error"' in text[:32]:
             self._raise_error_object(text)
@@ -132,11 +134,6 @@ class ChunkDecoder(Generic[T]):
         self.received += 1
         self.tail.append(chunk)
         return chunk
-
-    @property
-    def caught_up(self) -> bool:
-        """No event fed is waiting to be parsed."""
-        return not self._waiting
 
     def feed_frame(self, message: str | bytes) -> T | None:
         """The chunk of one WebSocket frame; None for the done frame."""
@@ -325,7 +322,7 @@ class _StreamBase(Generic[T]):
         """The chunk the pipeline read ahead, then those of the events it fed besides."""
         if self._head:
             head, self._head = self._head, []
-            if self._decoder.caught_up:
+            if not self._decoder.waiting:
                 self._observe(head[-1])
             yield from head
         yield from self._waiting_chunks()
@@ -334,9 +331,9 @@ class _StreamBase(Generic[T]):
         """The chunks of the events fed so far, each parsed as it is asked for; the reply's
         credits are noted at the last of them."""
         decoder = self._decoder
-        next_chunk = decoder.next_chunk
+        next_chunk, waiting = decoder.next_chunk, decoder.waiting
         while (chunk := next_chunk()) is not None:
-            if decoder.caught_up:
+            if not waiting:
                 self._observe(chunk)
             yield chunk
 

@@ -79,6 +79,22 @@ async def test_requests_and_streams_on_the_chosen_pool(
         assert own_pool(client).backend == expected_backend(anyio_backend)
 
 
+async def test_httpx_pool_takes_many_requests_in_flight_without_queueing_them(
+    served: tuple[MockGateway, str], anyio_backend: str
+) -> None:
+    """httpx's pool (trio's) allows 1,000 connections: with httpx's own 100, requests past
+    that wait in a pool that rescans every connection for each of them."""
+    gateway, url = served
+    async with AsyncClient(api_key=gateway.api_key, base_url=url, max_retries=0) as client:
+        await client.chat.completions.create(model="gpt-4o-mini", messages=HELLO)
+        pool = own_pool(client)
+        if pool.backend != "httpx":
+            pytest.skip("aiohttp's pool on asyncio here")
+        inner = pool._pool._pool  # type: ignore[union-attr]
+        assert inner._max_connections == 1000  # httpcore's pool
+        assert inner._max_keepalive_connections == 100
+
+
 async def test_a_given_transport_or_http_client_is_used_as_it_is(gateway: MockGateway) -> None:
     async with gateway.async_client() as client:  # the mock's in-process transport
         assert not isinstance(client._pipeline.http_client._transport, _transport.AutoTransport)

@@ -210,7 +210,10 @@ def micro(server: ServerProcess) -> list[str]:
 
             response = httpx.Response(200, request=httpx.Request("POST", url))
             chunks = ChunkDecoder(ChatCompletionChunk.model_validate_json, response)
-            line("ChunkDecoder.feed(one framed event)  [SSE + parse]", lambda: chunks.feed(framed))
+            line(
+                "ChunkDecoder.feed + next_chunk(one framed event)  [SSE + parse]",
+                lambda: chunks.feed(framed) and chunks.next_chunk(),
+            )
             lines_decoder = httpx._decoders.LineDecoder()
             text = framed.decode()
             line(

@@ -123,17 +123,7 @@ class ChunkDecoder(Generic[T]):
         if not waiting:
             return None
         event = waiting.popleft()
-        text = event.data
-        if event.event == "error" or '"error"' in text[:32]:
-            self._raise_error_object(text)
-        try:
-            # model_validate_json takes str as well as bytes: no re-encoding
-            chunk = self._parse(text)  # type: ignore[arg-type]
-        except ValueError as exc:
-            raise self._not_a_chunk(text, exc) from exc
-        self.received += 1
-        self.tail.append(chunk)
-        return chunk
+        return self._chunk_of(event.data, error=event.event == "error")
 
     def feed_frame(self, message: str | bytes) -> T | None:
         """The chunk of one WebSocket frame; None for the done frame."""
@@ -142,9 +132,15 @@ class ChunkDecoder(Generic[T]):
             self.done = True
             return None
         self._check_time(True)
-        if '"error"' in text[:32]:
+        return self._chunk_of(text)
+
+    def _chunk_of(self, text: str, *, error: bool = False) -> T:
+        """The typed chunk of one event's (or frame's) data, counted and kept in the tail; an
+        error object (or an ``event: error``) raises its API error instead."""
+        if error or '"error"' in text[:32]:
             self._raise_error_object(text)
         try:
+            # model_validate_json takes str as well as bytes: no re-encoding
             chunk = self._parse(text)  # type: ignore[arg-type]
         except ValueError as exc:
             raise self._not_a_chunk(text, exc) from exc

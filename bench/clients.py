@@ -168,7 +168,9 @@ def _aiohttp_transport() -> Any:
 def _httpx_transport() -> Any:
     import httpx
 
-    return httpx.AsyncHTTPTransport()
+    from aigateway._transport import HTTPX_POOL_LIMITS
+
+    return httpx.AsyncHTTPTransport(limits=HTTPX_POOL_LIMITS)
 
 
 class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
@@ -178,7 +180,8 @@ class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
 
 
 class _AsyncAIGatewayHttpx(_AsyncAIGateway):
-    """aigateway given httpx's own pool explicitly (what the default picks on trio)."""
+    """aigateway given httpx's own pool with the limits it gives that pool itself (on trio):
+    openai's, 1,000 connections."""
 
     transport = staticmethod(_httpx_transport)
 

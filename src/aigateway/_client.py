@@ -23,6 +23,7 @@ from ._config import (
     TimeoutTypes,
 )
 from ._drivers import AsyncPipeline, SyncPipeline
+from ._http_clients import AsyncHTTPClient, HTTPClient
 from ._retry import RetryPolicy
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT
 
@@ -128,6 +129,7 @@ class Client(BaseClient[SyncPipeline], Closing):
         self._setup(
             SyncPipeline,
             httpx.Client,
+            own_http_client_type=HTTPClient,
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
@@ -292,8 +294,6 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         shared_state: RedisState | None = None,
         rate_limit: RateLimit | None = None,
     ) -> None:
-        from ._transport import AsyncHTTPClient
-
         self._setup(
             AsyncPipeline,
             httpx.AsyncClient,

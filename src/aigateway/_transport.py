@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["AsyncHTTPClient", "AutoTransport", "backend_for"]
+__all__ = ["AutoTransport", "backend_for"]
 
 ASYNCIO_BACKEND: str | None = None
 """``"httpx"`` or ``"aiohttp"`` to skip the choice on asyncio (the test suite runs on each)."""
@@ -31,22 +31,6 @@ def backend_for(library: str) -> str:
     if ASYNCIO_BACKEND is not None:
         return ASYNCIO_BACKEND
     return "aiohttp" if importlib.util.find_spec("httpx_aiohttp") is not None else "httpx"
-
-
-class AsyncHTTPClient(httpx.AsyncClient):
-    """`httpx.AsyncClient` whose own pools (the direct one and one per proxy from the
-    environment) are `AutoTransport`s; a ``transport=`` given is used as it is."""
-
-    def _init_transport(
-        self, *args: Any, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
-    ) -> httpx.AsyncBaseTransport:
-        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
-        return transport if transport is not None else AutoTransport(*args, **kwargs)
-
-    def _init_proxy_transport(
-        self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
-    ) -> httpx.AsyncBaseTransport:
-        return AutoTransport(*args, proxy=proxy, **kwargs)
 
 
 class AutoTransport(httpx.AsyncBaseTransport):

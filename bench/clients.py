@@ -168,9 +168,7 @@ def _aiohttp_transport() -> Any:
 def _httpx_transport() -> Any:
     import httpx
 
-    from aigateway._transport import HTTPX_POOL_LIMITS
-
-    return httpx.AsyncHTTPTransport(limits=HTTPX_POOL_LIMITS)
+    return httpx.AsyncHTTPTransport()
 
 
 class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
@@ -180,8 +178,7 @@ class _AsyncAIGatewayAiohttp(_AsyncAIGateway):
 
 
 class _AsyncAIGatewayHttpx(_AsyncAIGateway):
-    """aigateway given httpx's own pool with the limits it gives that pool itself (on trio):
-    openai's, 1,000 connections."""
+    """aigateway given httpx's own pool explicitly, with httpx's limits (as raw httpx has it)."""
 
     transport = staticmethod(_httpx_transport)
 

@@ -10,8 +10,11 @@ and measures, in interleaved rounds (medians printed, every sample written to
 * sync requests per second from 50 threads sharing one client.
 
 Variants: ``aigateway`` (the default: aiohttp's pool on asyncio), ``aigateway+aiohttp`` and
-``aigateway+httpx`` (each pool given explicitly), raw ``httpx`` and ``httpx+aiohttp``, and
-``openai`` and ``openai+aiohttp`` (``openai.DefaultAioHttpClient()``). See `bench.clients`.
+``aigateway+httpx`` (each pool given explicitly, httpx's with httpx's own limits), raw ``httpx``
+and ``httpx+aiohttp``, and ``openai`` and ``openai+aiohttp``
+(``openai.DefaultAioHttpClient()``). See `bench.clients`. The openai package (3.x) sends
+through httpx2, pydantic's fork of httpx, whose pool is not httpx's: on "httpx's pool" the
+other client is raw httpx alone.
 """
 
 from __future__ import annotations
@@ -187,6 +190,21 @@ def _threads(url: str, plan: Plan) -> dict[str, list[float]]:
     return rates
 
 
+def _paired(ours: list[float], others: list[list[float]]) -> float:
+    """The median over rounds of ours against the best of the others in the same round (a
+    variant that failed stops being measured, so its list is a prefix of the rounds)."""
+    ratios = []
+    for index, mine in enumerate(ours):
+        best = max((rates[index] for rates in others if index < len(rates)), default=0.0)
+        if best > 0:
+            ratios.append(mine / best)
+    return _median(ratios)
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio == ratio else "  -  "  # NaN: no pair (the others failed)
+
+
 def _table(title: str, columns: list[str], rows: dict[str, list[float]]) -> list[str]:
     width = max(len(name) for name in rows)
     lines = [title, "  " + " | ".join([" " * width, *(f"{c:>9}" for c in columns)])]
@@ -219,21 +237,28 @@ def render(data: dict[str, Any]) -> str:
         for lib, error in failures.items():
             lines.append(f"{lib} failed at {label}: {error}")
     lines.append("")
-    lines.append("aigateway against the best other client on the same pool (requests/s ratio)")
-    pairs = {
+    lines.append(
+        "aigateway against the best other client on the same pool "
+        "(median of the per-round ratios; rounds interleave)"
+    )
+    pools = {
         "aiohttp's pool": ("aigateway", ("httpx+aiohttp", "openai+aiohttp")),
-        "httpx's pool": ("aigateway+httpx", ("httpx", "openai")),
+        "httpx's pool": ("aigateway+httpx", ("httpx",)),
         "defaults": ("aigateway", ("httpx", "openai")),
     }
-    for pool, (ours, others) in pairs.items():
-        ratios = []
-        for index in range(len(LEVELS)):
-            best = max(
-                (by_lib[lib][index] for lib in others if by_lib[lib][index] == by_lib[lib][index]),
-                default=float("nan"),
-            )
-            ratios.append(f"{by_lib[ours][index] / best:.2f}x")
-        lines.append(f"  {pool:<15} " + "  ".join(ratios))
+    for pool, (ours, others) in pools.items():
+        ratios = [
+            _paired(curve[str(level)][ours], [curve[str(level)][lib] for lib in others])
+            for level in LEVELS
+        ]
+        lines.append(f"  {'requests, ' + pool:<28} " + "  ".join(map(_times, ratios)))
+    for pool, (ours, others) in pools.items():
+        ratio = _paired(data["streams"][ours], [data["streams"][lib] for lib in others])
+        lines.append(f"  {f'{STREAMS} streams, ' + pool:<28} {_times(ratio)}")
+    threads_data = data["threads"]
+    for pool, others in (("httpx's pool", ("httpx",)), ("defaults", ("httpx", "openai"))):
+        ratio = _paired(threads_data["aigateway"], [threads_data[lib] for lib in others])
+        lines.append(f"  {f'{THREADS} threads, ' + pool:<28} {_times(ratio)}")
     peak = max(by_lib["aigateway"])
     lines.append(f"  at 1,024: {by_lib['aigateway'][-1] / peak:.2f}x aigateway's own best")
     return "\n".join(lines)

@@ -167,10 +167,12 @@ def micro(server: ServerProcess) -> list[str]:
                 lambda: pipeline.config.base_url.join("chat/completions"),
             )
             joined = pipeline.config.base_url.join("chat/completions")
+            request_headers = pipeline.config.headers()
             line(
-                "http_client.build_request(POST, joined URL object, ...)  [URL join cached]",
+                "http_client.build_request(POST, joined URL, ...)  [the path for an http client "
+                "with cookies or query parameters of its own]",
                 lambda: pipeline.http_client.build_request(
-                    "POST", joined, headers=dict(pipeline._headers), content=call.body
+                    "POST", joined, headers=request_headers, content=call.body
                 ),
             )
             from aigateway.errors import RateLimitInfo

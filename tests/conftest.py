@@ -22,6 +22,24 @@ BASE_URL = "http://gateway.test/v1"
 API_KEY = "sk-test-5ecret-KEY"
 
 
+CHAT_REPLY = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+    ],
+}
+"""A minimal whole chat completion, as a gateway sends it."""
+
+
+@pytest.fixture(params=["sync", "async"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """``"sync"`` or ``"async"``: a test that builds its own client runs with each."""
+    return str(request.param)
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Async tests run on asyncio and on trio: the client must not assume an event loop."""

@@ -11,25 +11,11 @@ import pytest
 from aigateway import AsyncClient, Client
 from aigateway._http_clients import AsyncHTTPClient, HTTPClient, ReplyCookies
 
-from .conftest import resolve
+from .conftest import CHAT_REPLY, resolve
 
 pytestmark = pytest.mark.anyio
 
-REPLY = {
-    "id": "c",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
-    ],
-}
 HELLO = [{"role": "user", "content": "hello"}]
-
-
-@pytest.fixture(params=["sync", "async"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def client_for(kind: str, transport: httpx.MockTransport) -> Client | AsyncClient:
@@ -59,7 +45,7 @@ async def test_a_sticky_cookie_is_kept_and_sent_back(kind: str, jar_reads: list[
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(request)
         headers = {"SET-COOKIE": "lb=node-7; Path=/"} if len(sent) == 1 else {}
-        return httpx.Response(200, json=REPLY, headers=headers)
+        return httpx.Response(200, json=CHAT_REPLY, headers=headers)
 
     client = client_for(kind, httpx.MockTransport(handler))
     for _ in range(3):
@@ -73,7 +59,9 @@ async def test_a_sticky_cookie_is_kept_and_sent_back(kind: str, jar_reads: list[
 async def test_replies_without_cookies_are_not_copied_for_the_jar(
     kind: str, jar_reads: list[int]
 ) -> None:
-    client = client_for(kind, httpx.MockTransport(lambda request: httpx.Response(200, json=REPLY)))
+    client = client_for(
+        kind, httpx.MockTransport(lambda request: httpx.Response(200, json=CHAT_REPLY))
+    )
     for _ in range(3):
         await resolve(client.chat.completions.create(model="gpt-4o", messages=HELLO))
     await resolve(client.close())

@@ -14,25 +14,11 @@ import aigateway
 from aigateway import AsyncClient, Client
 from aigateway._config import DEFAULT_TIMEOUT
 
-from .conftest import resolve
+from .conftest import CHAT_REPLY, resolve
 
 pytestmark = pytest.mark.anyio
 
-REPLY = {
-    "id": "c",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
-    ],
-}
 HELLO = [{"role": "user", "content": "hello"}]
-
-
-@pytest.fixture(params=["sync", "async"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def recording_client(kind: str, sent: list[httpx.Request], **http: Any) -> Client | AsyncClient:
@@ -42,7 +28,7 @@ def recording_client(kind: str, sent: list[httpx.Request], **http: Any) -> Clien
             return httpx.Response(
                 200, headers={"content-type": "text/event-stream"}, content=b"data: [DONE]\n\n"
             )
-        return httpx.Response(200, json=REPLY)
+        return httpx.Response(200, json=CHAT_REPLY)
 
     transport = httpx.MockTransport(handler)
     if kind == "sync":

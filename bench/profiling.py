@@ -208,6 +208,10 @@ def micro(server: ServerProcess) -> list[str]:
 
             decoder = SSEDecoder()
             line("SSEDecoder.feed(one framed event)", lambda: decoder.feed(framed))
+            line(
+                "SSEDecoder.lone_data(one framed event)  [a read of one whole event]",
+                lambda: decoder.lone_data(framed),
+            )
             from aigateway._streaming import ChunkDecoder
 
             response = httpx.Response(200, request=httpx.Request("POST", url))

@@ -21,12 +21,17 @@ def decode(*chunks: bytes, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> list
 
 
 def decode_all(
-    chunks: Iterable[bytes], max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    chunks: Iterable[bytes], max_event_size: int = DEFAULT_MAX_EVENT_SIZE, *, lone: bool = False
 ) -> tuple[list[ServerSentEvent], bool, str | None, int | None]:
-    """Feed the chunks and close; return (events, pending, last_event_id, retry)."""
+    """Feed the chunks and close; return (events, pending, last_event_id, retry). With
+    ``lone``, each chunk goes to `SSEDecoder.lone_data` first, as the stream reader does."""
     decoder = SSEDecoder(max_event_size=max_event_size)
     events: list[ServerSentEvent] = []
     for chunk in chunks:
-        events.extend(decoder.feed(chunk))
+        data = decoder.lone_data(chunk) if lone else None
+        if data is None:
+            events.extend(decoder.feed(chunk))
+        else:
+            events.append(E(data.decode("utf-8", "replace"), id=decoder.last_event_id))
     events.extend(decoder.close())
     return events, decoder.pending, decoder.last_event_id, decoder.retry

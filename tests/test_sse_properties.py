@@ -69,7 +69,7 @@ def _line(draw: Any, name: str, value: str) -> str:
 
 
 @st.composite
-def streams(draw: Any) -> Stream:
+def streams(draw: Any, eols: st.SearchStrategy[str] = _EOL) -> Stream:
     """A random event stream, plus what a correct decoder must make of it."""
     complete = draw(st.lists(_EVENT, max_size=6))
     unfinished = draw(st.one_of(st.just([]), _EVENT))
@@ -82,7 +82,7 @@ def streams(draw: Any) -> Stream:
 
     def emit(text: str) -> None:
         nonlocal previous_eol
-        eol = draw(_EOL)
+        eol = draw(eols)
         if previous_eol == "\r" and text == "" and eol == "\n":
             eol = "\r"  # "\r" + "\n" would be one CRLF and swallow this blank line
         out.append(text + eol)
@@ -136,6 +136,21 @@ def test_any_split_decodes_like_the_whole_stream(stream: Stream, data: st.DataOb
     assert decode_all(stream.raw[i : i + 1] for i in range(len(stream.raw))) == expected
     cuts = data.draw(st.lists(st.integers(0, len(stream.raw)), max_size=12), label="cuts")
     assert decode_all(_split(stream.raw, cuts)) == expected
+    assert decode_all(_split(stream.raw, cuts), lone=True) == expected
+
+
+@_FAST
+@given(stream=streams(st.sampled_from(["\n", "\n", "\n", "\r", "\r\n"])), data=st.data())
+def test_reads_cut_at_line_ends_decode_alike_through_the_lone_event_path(
+    stream: Stream, data: st.DataObject
+) -> None:
+    # Reads that end at line ends, as a streaming server sends them: lone_data takes the
+    # whole data-only events, feed the rest, and together they decode like the whole stream.
+    line_ends = [i + 1 for i, byte in enumerate(stream.raw) if byte in b"\r\n"]
+    keep = data.draw(st.lists(st.booleans(), min_size=len(line_ends), max_size=len(line_ends)))
+    cuts = [end for end, kept in zip(line_ends, keep, strict=True) if kept]
+    expected = (stream.events, stream.pending, stream.last_event_id, stream.retry)
+    assert decode_all(_split(stream.raw, cuts), lone=True) == expected
 
 
 @_FAST

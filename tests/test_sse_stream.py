@@ -206,3 +206,29 @@ async def test_aiter_events_passes_the_size_limit() -> None:
     with pytest.raises(SSEEventTooLargeError):
         async for _ in aiter_events(_achunks([b"data: 0123456789\n\n"]), max_event_size=8):
             pass
+
+
+def test_lone_data_takes_only_a_whole_data_only_event_between_events() -> None:
+    decoder = SSEDecoder(max_event_size=16)
+    assert decoder.lone_data(b"data: a\n\n") is None  # the first read: the BOM check is feed's
+    assert decoder.feed(b"data: a\n\n") == [E("a")]
+    assert decoder.lone_data(b"data: bc\n\n") == b"bc"
+    for other in (b"data: b\ndata: c\n\n", b"data: b\n\ndata: c\n\n", b"data: b\rc\n\n"):
+        assert decoder.lone_data(other) is None  # more than one line, or one event
+    assert decoder.lone_data(b"event: x\n\n") is None
+    assert decoder.lone_data(b"data: 0123456789a\n\n") is None  # over the limit: feed raises
+    with pytest.raises(SSEEventTooLargeError):
+        decoder.feed(b"data: 0123456789a\n\n")
+
+
+def test_lone_data_waits_while_a_line_or_an_event_is_unfinished() -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b"data: a\n\n")
+    assert decoder.feed(b"data: b") == []
+    assert decoder.lone_data(b"data: c\n\n") is None
+    assert decoder.feed(b"\n") == []
+    assert decoder.lone_data(b"data: c\n\n") is None  # an event is under way
+    assert decoder.feed(b"\n") == [E("b")]
+    assert decoder.lone_data(b"data: c\n\n") == b"c"
+    decoder.close()
+    assert decoder.lone_data(b"data: d\n\n") is None  # closed: feed raises

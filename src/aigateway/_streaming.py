@@ -44,6 +44,7 @@ from .errors import (
 T = TypeVar("T")
 
 DONE = "[DONE]"
+_DONE_BYTES = DONE.encode()
 DONE_OBJECT = "chat.completion.done"
 """The ``object`` of the WebSocket frame that ends a stream."""
 TAIL = 16
@@ -93,8 +94,11 @@ class ChunkDecoder(Generic[T]):
         self.done = False
         self.received = 0
         self.tail: deque[T] = deque(maxlen=TAIL)
-        self.waiting: deque[ServerSentEvent] = deque()
-        """Events fed whose chunks `next_chunk` has not given yet."""
+        self.on_last: Callable[[httpx.Response, object], None] | None = None
+        """Called with the last chunk `next_chunk` gives of the events fed so far (the stream
+        notes the reply's credits with it)."""
+        self.waiting: deque[ServerSentEvent | bytes] = deque()
+        """Events fed whose chunks `next_chunk` has not given yet (a lone event: its data)."""
 
     def feed(self, data: bytes) -> bool:
         """Take the next bytes of the body; true when events are waiting for `next_chunk`.
@@ -102,6 +106,15 @@ class ChunkDecoder(Generic[T]):
         A chunk is parsed when it is asked for, not when its bytes arrive: one read can bring
         hundreds of events, and chunks parsed ahead would wait in memory (and each collection
         of the garbage collector would go through them) while the reader works through them."""
+        lone = self._sse.lone_data(data)
+        if lone is not None:  # the common case: this read is one event of one data line
+            if self._timer is not None:
+                self._check_time(True)
+            if lone == _DONE_BYTES or self.done:
+                self.done = True
+            else:
+                self.waiting.append(lone)
+            return bool(self.waiting)
         try:
             events = self._sse.feed(data)
         except SSEDecodeError as exc:
@@ -123,7 +136,13 @@ class ChunkDecoder(Generic[T]):
         if not waiting:
             return None
         event = waiting.popleft()
-        return self._chunk_of(event.data, error=event.event == "error")
+        if isinstance(event, bytes):  # the data of a lone event, not decoded (`feed`)
+            chunk = self._chunk_of(event)
+        else:
+            chunk = self._chunk_of(event.data, error=event.event == "error")
+        if not waiting and self.on_last is not None:
+            self.on_last(self.response, chunk)
+        return chunk
 
     def feed_frame(self, message: str | bytes) -> T | None:
         """The chunk of one WebSocket frame; None for the done frame."""
@@ -134,16 +153,23 @@ class ChunkDecoder(Generic[T]):
         self._check_time(True)
         return self._chunk_of(text)
 
-    def _chunk_of(self, text: str, *, error: bool = False) -> T:
+    def _chunk_of(self, data: str | bytes, *, error: bool = False) -> T:
         """The typed chunk of one event's (or frame's) data, counted and kept in the tail; an
-        error object (or an ``event: error``) raises its API error instead."""
-        if error or '"error"' in text[:32]:
-            self._raise_error_object(text)
+        error object (or an ``event: error``) raises its API error instead. Data still in
+        bytes is UTF-8 that pydantic reads as it is; invalid UTF-8 in it is replaced, as in any
+        other event."""
+        if isinstance(data, bytes):
+            if b'"error"' in data[:32]:
+                return self._chunk_of(data.decode("utf-8", "replace"))
+        elif error or '"error"' in data[:32]:
+            self._raise_error_object(data)
         try:
             # model_validate_json takes str as well as bytes: no re-encoding
-            chunk = self._parse(text)  # type: ignore[arg-type]
+            chunk = self._parse(data)  # type: ignore[arg-type]
         except ValueError as exc:
-            raise self._not_a_chunk(text, exc) from exc
+            if isinstance(data, bytes):
+                return self._chunk_of(data.decode("utf-8", "replace"))
+            raise self._not_a_chunk(data, exc) from exc
         self.received += 1
         self.tail.append(chunk)
         return chunk
@@ -289,6 +315,7 @@ class _StreamBase(Generic[T]):
         """Chunks the pipeline read before handing the stream over (up to the first one)."""
         self._on_chunk = on_chunk
         self._on_close = on_close
+        decoder.on_last = on_chunk
 
     @property
     def received(self) -> int:
@@ -315,27 +342,16 @@ class _StreamBase(Generic[T]):
         return stream_html(self, self.state, self.received, self._recent_text())
 
     def _head_and_waiting(self) -> Iterator[T]:
-        """The chunk the pipeline read ahead, then those of the events it fed besides."""
+        """The chunk the pipeline read ahead, then those of the events it fed besides, each
+        parsed as it is asked for (the decoder notes the credits at the last of them)."""
         if self._head:
             head, self._head = self._head, []
-            if not self._decoder.waiting:
-                self._observe(head[-1])
+            if not self._decoder.waiting and self._on_chunk is not None:
+                self._on_chunk(self.response, head[-1])
             yield from head
-        yield from self._waiting_chunks()
-
-    def _waiting_chunks(self) -> Iterator[T]:
-        """The chunks of the events fed so far, each parsed as it is asked for; the reply's
-        credits are noted at the last of them."""
-        decoder = self._decoder
-        next_chunk, waiting = decoder.next_chunk, decoder.waiting
+        next_chunk = self._decoder.next_chunk
         while (chunk := next_chunk()) is not None:
-            if not waiting:
-                self._observe(chunk)
             yield chunk
-
-    def _observe(self, chunk: T) -> None:
-        if self._on_chunk is not None:
-            self._on_chunk(self.response, chunk)
 
     def _closed(self) -> None:
         """Give back what the stream held besides the connection (a concurrency slot), once."""
@@ -381,9 +397,11 @@ class Stream(_StreamBase[T], SyncChunkIterator[T]):
         try:
             yield from self._head_and_waiting()
             if not decoder.done:
+                feed, next_chunk = decoder.feed, decoder.next_chunk
                 for data in raw:
-                    if decoder.feed(data):
-                        yield from self._waiting_chunks()
+                    if feed(data):
+                        while (chunk := next_chunk()) is not None:
+                            yield chunk
                     if decoder.done:
                         break
                 else:
@@ -418,12 +436,13 @@ class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
             self._body = self.response.aiter_bytes()
         raw = self._body
         try:
-            for chunk in self._head_and_waiting():
-                yield chunk
+            for head in self._head_and_waiting():
+                yield head
             if not decoder.done:
+                feed, next_chunk = decoder.feed, decoder.next_chunk
                 async for data in raw:
-                    if decoder.feed(data):
-                        for chunk in self._waiting_chunks():
+                    if feed(data):
+                        while (chunk := next_chunk()) is not None:
                             yield chunk
                     if decoder.done:
                         break

@@ -10,6 +10,7 @@ instead of waiting.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "StreamTimeouts", "StreamTimer"]
 
 DEFAULT_STREAM_IDLE_TIMEOUT = 300.0
 """Seconds a stream may go without an event before it raises `StreamTimeoutError`."""
+_MARGIN = 1e-6
+"""Seconds before a limit's time from which the timer checks it exactly (float rounding)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,15 @@ class StreamTimer:
     after each read whether an event arrived, it says when a limit was passed. A late event
     trips the limit it broke: time is checked before the event is counted."""
 
-    __slots__ = ("_clock", "_deadline", "_first_event", "_idle_timeout", "_last_event", "_start")
+    __slots__ = (
+        "_clock",
+        "_deadline",
+        "_due",
+        "_first_event",
+        "_idle_timeout",
+        "_last_event",
+        "_start",
+    )
 
     def __init__(
         self,
@@ -89,6 +100,7 @@ class StreamTimer:
         self._deadline = deadline
         self._start = clock()
         self._last_event: float | None = None
+        self._due = self._next_due()
 
     def _silence_limit(self) -> tuple[float | None, float, str]:
         if self._last_event is None and self._first_event is not None:
@@ -96,17 +108,40 @@ class StreamTimer:
         since = self._start if self._last_event is None else self._last_event
         return self._idle_timeout, since, "stream_idle_timeout"
 
+    def _next_due(self) -> float:
+        """A time before which no limit can be passed, whatever arrives from now on (events
+        only push the idle limit later). Until then a read costs `overdue` one comparison."""
+        dues = []
+        if self._deadline is not None:
+            dues.append(self._start + self._deadline)
+        if self._idle_timeout is not None:
+            since = self._start if self._last_event is None else self._last_event
+            dues.append(since + self._idle_timeout)
+        if self._last_event is None and self._first_event is not None:
+            dues.append(self._start + self._first_event)
+        return min(dues, default=math.inf) - _MARGIN
+
     def overdue(self, progressed: bool) -> str | None:
         """Why the stream must stop now, or None; ``progressed``: an event just arrived."""
         now = self._clock()
+        if now >= self._due:
+            why = self._passed(now)
+            if why is not None:
+                return why
+        if progressed:
+            self._last_event = now
+        if now >= self._due:
+            self._due = self._next_due()
+        return None
+
+    def _passed(self, now: float) -> str | None:
+        """The limit passed at ``now``, checked exactly, or None."""
         if self._deadline is not None and now - self._start > self._deadline:
             return f"the stream went over its deadline of {self._deadline:g} s (stream_deadline)"
         limit, since, name = self._silence_limit()
         if limit is not None and now - since > limit:
             what = "no first event" if name == "stream_first_event_timeout" else "no event"
             return f"{what} for more than {limit:g} s ({name}; keep-alive comments do not count)"
-        if progressed:
-            self._last_event = now
         return None
 
     def next_wait(self) -> float | None:

@@ -209,8 +209,8 @@ def micro(server: ServerProcess) -> list[str]:
             decoder = SSEDecoder()
             line("SSEDecoder.feed(one framed event)", lambda: decoder.feed(framed))
             line(
-                "SSEDecoder.lone_data(one framed event)  [a read of one whole event]",
-                lambda: decoder.lone_data(framed),
+                "SSEDecoder.feed_data_only(one framed event)  [a read of data-only events]",
+                lambda: decoder.feed_data_only(framed),
             )
             from aigateway._streaming import ChunkDecoder
 

@@ -21,17 +21,22 @@ def decode(*chunks: bytes, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> list
 
 
 def decode_all(
-    chunks: Iterable[bytes], max_event_size: int = DEFAULT_MAX_EVENT_SIZE, *, lone: bool = False
+    chunks: Iterable[bytes],
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    *,
+    data_only: bool = False,
 ) -> tuple[list[ServerSentEvent], bool, str | None, int | None]:
     """Feed the chunks and close; return (events, pending, last_event_id, retry). With
-    ``lone``, each chunk goes to `SSEDecoder.lone_data` first, as the stream reader does."""
+    ``data_only``, each chunk goes to `SSEDecoder.feed_data_only` first, as streams do."""
     decoder = SSEDecoder(max_event_size=max_event_size)
     events: list[ServerSentEvent] = []
     for chunk in chunks:
-        data = decoder.lone_data(chunk) if lone else None
+        data = decoder.feed_data_only(chunk) if data_only else None
         if data is None:
             events.extend(decoder.feed(chunk))
         else:
-            events.append(E(data.decode("utf-8", "replace"), id=decoder.last_event_id))
+            events.extend(
+                E(item.decode("utf-8", "replace"), id=decoder.last_event_id) for item in data
+            )
     events.extend(decoder.close())
     return events, decoder.pending, decoder.last_event_id, decoder.retry

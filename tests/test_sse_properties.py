@@ -136,21 +136,21 @@ def test_any_split_decodes_like_the_whole_stream(stream: Stream, data: st.DataOb
     assert decode_all(stream.raw[i : i + 1] for i in range(len(stream.raw))) == expected
     cuts = data.draw(st.lists(st.integers(0, len(stream.raw)), max_size=12), label="cuts")
     assert decode_all(_split(stream.raw, cuts)) == expected
-    assert decode_all(_split(stream.raw, cuts), lone=True) == expected
+    assert decode_all(_split(stream.raw, cuts), data_only=True) == expected
 
 
-@_FAST
+@settings(_FAST, max_examples=500)
 @given(stream=streams(st.sampled_from(["\n", "\n", "\n", "\r", "\r\n"])), data=st.data())
-def test_reads_cut_at_line_ends_decode_alike_through_the_lone_event_path(
+def test_reads_cut_at_line_ends_decode_alike_through_the_data_only_path(
     stream: Stream, data: st.DataObject
 ) -> None:
-    # Reads that end at line ends, as a streaming server sends them: lone_data takes the
-    # whole data-only events, feed the rest, and together they decode like the whole stream.
+    # Reads that end at line ends, as streaming servers send them: feed_data_only takes those
+    # whose events are all one data line, feed the others, and the two decode like one.
     line_ends = [i + 1 for i, byte in enumerate(stream.raw) if byte in b"\r\n"]
     keep = data.draw(st.lists(st.booleans(), min_size=len(line_ends), max_size=len(line_ends)))
     cuts = [end for end, kept in zip(line_ends, keep, strict=True) if kept]
     expected = (stream.events, stream.pending, stream.last_event_id, stream.retry)
-    assert decode_all(_split(stream.raw, cuts), lone=True) == expected
+    assert decode_all(_split(stream.raw, cuts), data_only=True) == expected
 
 
 @_FAST
@@ -172,9 +172,11 @@ def test_size_limit_does_not_depend_on_the_split(
             too_large |= size > limit
 
     cuts = data.draw(st.lists(st.integers(0, len(stream.raw)), max_size=12), label="cuts")
-    for chunks in ([stream.raw], _split(stream.raw, cuts)):
+    for chunks, data_only in itertools.product(
+        ([stream.raw], _split(stream.raw, cuts)), (False, True)
+    ):
         if too_large:
             with pytest.raises(SSEEventTooLargeError):
-                decode_all(chunks, max_event_size=limit)
+                decode_all(chunks, max_event_size=limit, data_only=data_only)
         else:
-            assert decode_all(chunks, max_event_size=limit)[0] == stream.events
+            assert decode_all(chunks, max_event_size=limit, data_only=data_only)[0] == stream.events

@@ -21,6 +21,8 @@ from aigateway._sse import (
 
 from ._sse_helpers import E, decode, decode_all
 
+_BOM = b"\xef\xbb\xbf"
+
 # --- end of stream --------------------------------------------------------------------------
 
 
@@ -208,27 +210,49 @@ async def test_aiter_events_passes_the_size_limit() -> None:
             pass
 
 
-def test_lone_data_takes_only_a_whole_data_only_event_between_events() -> None:
+def test_feed_data_only_takes_reads_whose_events_are_each_one_data_line() -> None:
     decoder = SSEDecoder(max_event_size=16)
-    assert decoder.lone_data(b"data: a\n\n") is None  # the first read: the BOM check is feed's
-    assert decoder.feed(b"data: a\n\n") == [E("a")]
-    assert decoder.lone_data(b"data: bc\n\n") == b"bc"
-    for other in (b"data: b\ndata: c\n\n", b"data: b\n\ndata: c\n\n", b"data: b\rc\n\n"):
-        assert decoder.lone_data(other) is None  # more than one line, or one event
-    assert decoder.lone_data(b"event: x\n\n") is None
-    assert decoder.lone_data(b"data: 0123456789a\n\n") is None  # over the limit: feed raises
+    assert decoder.feed_data_only(b"data: a\n\n") == [b"a"]
+    assert decoder.feed_data_only(b"data: bc\n\n") == [b"bc"]
+    assert decoder.feed_data_only(b"data: d\n\ndata: {}\n\ndata: e") == [b"d", b"{}"]
+    assert decoder.pending  # the unfinished line was fed
+    assert decoder.feed_data_only(b"f\n\ndata: g") == [b"ef"]  # it ends in the next read
+    assert decoder.feed_data_only(b"\n") is None  # no event completed
+    assert decoder.feed(b"\n\n") == [E("g")]
+    for other in (
+        b"data: b\ndata: c\n\n",  # two lines
+        b"data: b\n\nevent: x\ndata: c\n\n",  # an event of another type
+        b"data: b\n\n\n\ndata: c\n\n",  # a blank line between events
+        b"data: b\rc\n\n",  # a CR ends a line
+        b"id: 1\n\n",
+        b"data: 0123456789a\n\n",  # over the limit: feed raises
+        b"data: partial",  # no event completed
+    ):
+        assert decoder.feed_data_only(other) is None
+        assert not decoder.pending  # nothing consumed
     with pytest.raises(SSEEventTooLargeError):
         decoder.feed(b"data: 0123456789a\n\n")
 
 
-def test_lone_data_waits_while_a_line_or_an_event_is_unfinished() -> None:
+def test_feed_data_only_leaves_a_byte_order_mark_to_feed() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed_data_only(_BOM + b"data: a\n\n") is None
+    assert decoder.feed(_BOM[:1]) == []  # maybe the start of a BOM: held back
+    assert decoder.feed_data_only(b"data: a\n\n") is None
+    assert decoder.feed(b"data: a\n\n") == []  # "\xefdata" is a field of another name
+    assert decoder.feed_data_only(b"data: b\n\n") == [b"b"]
+
+
+def test_feed_data_only_waits_while_an_event_is_under_way() -> None:
     decoder = SSEDecoder()
     decoder.feed(b"data: a\n\n")
-    assert decoder.feed(b"data: b") == []
-    assert decoder.lone_data(b"data: c\n\n") is None
-    assert decoder.feed(b"\n") == []
-    assert decoder.lone_data(b"data: c\n\n") is None  # an event is under way
-    assert decoder.feed(b"\n") == [E("b")]
-    assert decoder.lone_data(b"data: c\n\n") == b"c"
+    assert decoder.feed(b"event: b\n") == []
+    assert decoder.feed_data_only(b"data: c\n\n") is None  # its type came in an earlier read
+    assert decoder.feed(b"data: c\n\n") == [E("c", "b")]
+    assert decoder.feed(b"data: d\r") == []
+    assert decoder.feed_data_only(b"\ndata: e\n\n") is None  # a CR ended the last read
+    assert decoder.feed(b"\n") == []  # the LF of that CRLF
+    assert decoder.feed(b"\n") == [E("d")]
+    assert decoder.feed_data_only(b"data: e\n\n") == [b"e"]
     decoder.close()
-    assert decoder.lone_data(b"data: d\n\n") is None  # closed: feed raises
+    assert decoder.feed_data_only(b"data: f\n\n") is None  # closed: feed raises

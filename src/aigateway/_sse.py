@@ -124,7 +124,7 @@ class SSEDecoder:
 
     __slots__ = (
         "_after_cr",
-        "_between_events",
+        "_at_event_start",
         "_bom_buf",
         "_bom_done",
         "_closed",
@@ -156,7 +156,8 @@ class SSEDecoder:
         self._last_event_id: str | None = None
         self._retry: int | None = None
         self._closed = False
-        self._between_events = False  # feed() left nothing buffered, past the BOM check
+        # no field line of the next event read yet (a line may be unfinished), no CR pending
+        self._at_event_start = True
 
     @property
     def pending(self) -> bool:
@@ -191,6 +192,7 @@ class SSEDecoder:
             chunk = self._bom_buf + chunk
             if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
                 self._bom_buf = chunk  # too short to tell yet
+                self._at_event_start = False
                 return []
             self._bom_done = True
             self._bom_buf = b""
@@ -222,23 +224,46 @@ class SSEDecoder:
             if len(tail) > self._max_event_size:
                 raise _too_large(self._max_event_size)
             partial += tail
-        self._between_events = not (partial or self._event_size or self._after_cr)
+        self._at_event_start = not (self._event_size or self._after_cr)
         return events
 
-    def lone_data(self, chunk: bytes) -> bytes | None:
-        """The data of ``chunk``, undecoded, if it is one whole event of a single ``data:`` line
-        read between events; otherwise None, and nothing was consumed (call `feed`).
+    def feed_data_only(self, chunk: bytes) -> list[bytes] | None:
+        """Feed ``chunk`` if each event it completes is a single ``data:`` line and no line of
+        those events came before it; return the data of those events, undecoded. Otherwise
+        return None without consuming anything (call `feed`).
 
-        This is the hot path of a streamed completion, where most reads bring one event: the
-        result is what `feed` would dispatch (type ``message``, the last event id unchanged),
-        without splitting lines, building the event or decoding the text.
+        This is the hot path of a streamed completion, whose events are all of this kind: the
+        result is the data of the events `feed` would dispatch (type ``message``, the last
+        event id unchanged), found with a few searches over the whole chunk instead of
+        splitting it into lines, building each event and decoding its text.
         """
-        if self._between_events and chunk.startswith(b"data: ") and chunk.endswith(b"\n\n"):
-            data = chunk[6:-2]
-            # 10 and 13 (LF and CR) as ints: a membership test of one byte value is a memchr
-            if 10 not in data and 13 not in data and len(chunk) - 2 <= self._max_event_size:
-                return data
-        return None
+        if not self._at_event_start or 13 in chunk:  # 13: CR (as an int, the test is a memchr)
+            return None
+        if not self._bom_done:  # the first read: "data: " is no byte order mark
+            if not chunk.startswith(b"data: "):
+                return None
+            self._bom_done = True
+        partial = self._partial
+        if not partial and chunk.endswith(b"\n\n") and chunk.startswith(b"data: "):
+            data = chunk[6:-2]  # the commonest read: one whole event
+            if 10 not in data and len(chunk) - 2 <= self._max_event_size:
+                return [data]
+        text = bytes(partial) + chunk if partial else chunk
+        pieces = text.split(b"\n\n")
+        rest = pieces.pop()  # after the last blank line: an unfinished line or event, or b""
+        events = [piece[6:] for piece in pieces if piece[:6] == b"data: "]
+        if (
+            not events
+            or len(events) != len(pieces)
+            # no line ends but the two after each event: each event is one line
+            or text.count(b"\n") != 2 * len(pieces) + rest.count(b"\n")
+            or max(map(len, pieces)) > self._max_event_size
+        ):
+            return None
+        partial.clear()
+        if rest:
+            self.feed(rest)  # completes no event: it holds no blank line
+        return events
 
     def close(self) -> list[ServerSentEvent]:
         """Mark the end of the input and return the events it completes.
@@ -249,7 +274,7 @@ class SSEDecoder:
         after the call. Calling ``close()`` again is harmless; ``feed()`` after it raises.
         """
         self._closed = True
-        self._between_events = False
+        self._at_event_start = False
         return []
 
     def _process(self, lines: list[bytes]) -> list[ServerSentEvent]:

@@ -98,7 +98,7 @@ class ChunkDecoder(Generic[T]):
         """Called with the last chunk `next_chunk` gives of the events fed so far (the stream
         notes the reply's credits with it)."""
         self.waiting: deque[ServerSentEvent | bytes] = deque()
-        """Events fed whose chunks `next_chunk` has not given yet (a lone event: its data)."""
+        """Events fed whose chunks `next_chunk` has not given yet (of a data-only one, its data)."""
 
     def feed(self, data: bytes) -> bool:
         """Take the next bytes of the body; true when events are waiting for `next_chunk`.
@@ -106,14 +106,18 @@ class ChunkDecoder(Generic[T]):
         A chunk is parsed when it is asked for, not when its bytes arrive: one read can bring
         hundreds of events, and chunks parsed ahead would wait in memory (and each collection
         of the garbage collector would go through them) while the reader works through them."""
-        lone = self._sse.lone_data(data)
-        if lone is not None:  # the common case: this read is one event of one data line
+        try:
+            simple = self._sse.feed_data_only(data)
+        except SSEDecodeError as exc:
+            raise self._invalid(str(exc), data) from exc
+        if simple is not None:  # the common case: events of one data line each
             if self._timer is not None:
                 self._check_time(True)
-            if lone == _DONE_BYTES or self.done:
-                self.done = True
-            else:
-                self.waiting.append(lone)
+            if not self.done:
+                if _DONE_BYTES in simple:
+                    del simple[simple.index(_DONE_BYTES) :]
+                    self.done = True
+                self.waiting.extend(simple)
             return bool(self.waiting)
         try:
             events = self._sse.feed(data)
@@ -136,7 +140,7 @@ class ChunkDecoder(Generic[T]):
         if not waiting:
             return None
         event = waiting.popleft()
-        if isinstance(event, bytes):  # the data of a lone event, not decoded (`feed`)
+        if isinstance(event, bytes):  # the data of a data-only event, not decoded (`feed`)
             chunk = self._chunk_of(event)
         else:
             chunk = self._chunk_of(event.data, error=event.event == "error")

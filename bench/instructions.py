@@ -1,0 +1,146 @@
+"""``python -m bench.instructions``: the instructions a client process runs per unit of work,
+counted by valgrind, a figure the machine's noise cannot move.
+
+On a shared 2-core virtual machine, wall and CPU times move by 15 to 30% between runs, more
+than the differences this project tunes for; the number of instructions a process executes
+for the same work moves by well under 1%. For each case, a small client script runs under
+``valgrind --tool=cachegrind --cache-sim=no`` twice against the bench server (its own process,
+not counted): doing the work once, then three times. Half the difference is the work alone,
+without start-up and exit. The first completion is counted whole, start-up and exit included,
+since they are what it measures.
+
+Instructions are not time: a cache miss costs more than an addition, so read the counts beside
+``python -m bench``'s times, as the cost of the Python and C code each client runs. Needs
+valgrind (Debian's ``valgrind`` package); about 8 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+from .process_scenarios import _first_completion_code
+from .server_process import ServerProcess, child_env
+
+STREAM_CHUNKS = 10_000
+CONCURRENT_STREAMS = 100
+CONCURRENT_CHUNKS = 500
+REQUESTS = 500
+
+_WORK = {
+    "sync stream": """
+        from bench.clients import sync_client
+        client = sync_client(LIB, URL)
+        for _ in range(TIMES):
+            client.stream()
+    """,
+    "async streams": f"""
+        import asyncio
+        from bench.clients import async_client
+        from bench.scale import _tasks
+
+        async def main():
+            client = async_client(LIB, URL)
+            for _ in range(TIMES):
+                await _tasks({CONCURRENT_STREAMS}, 1, client.stream)
+            await client.close()
+
+        asyncio.run(main())
+    """,
+    "sync requests": f"""
+        from bench.clients import sync_client
+        client = sync_client(LIB, URL)
+        client.request()
+        for _ in range(TIMES * {REQUESTS}):
+            client.request()
+    """,
+}
+"""Each case's script: ``LIB``, ``URL`` and ``TIMES`` are set before it."""
+
+_CASES = [
+    # (case, libraries, units of work, per)
+    ("sync stream", ("aigateway", "httpx"), STREAM_CHUNKS, "chunk"),
+    (
+        "async streams",
+        ("aigateway", "httpx+aiohttp"),
+        CONCURRENT_STREAMS * CONCURRENT_CHUNKS,
+        "chunk",
+    ),
+    ("sync requests", ("aigateway", "httpx"), REQUESTS, "request"),
+]
+
+
+def count(code: str) -> int:
+    """Instructions executed by ``python -c code`` under cachegrind."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        env=child_env(),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1200,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output: {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_unit(case: str, lib: str, url: str, units: int) -> float:
+    """Instructions per unit of ``case`` for ``lib``: (three times - once) / 2 / units."""
+    script = textwrap.dedent(_WORK[case])
+    runs = {}
+    for times in (1, 3):
+        code = f"LIB, URL, TIMES = {lib!r}, {url!r}, {times}\n{script}"
+        count(code)  # warm: byte code compiled and cached
+        runs[times] = count(code)
+    return (runs[3] - runs[1]) / 2 / units
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__)
+    parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    lines = ["instructions per unit of work, client process only (valgrind cachegrind)"]
+    with ServerProcess("threads") as server:
+        for case, libs, units, per in _CASES:
+            chunks = CONCURRENT_CHUNKS if case == "async streams" else STREAM_CHUNKS
+            url = server.url(chunks) if "stream" in case else server.url()
+            print(f"[instructions] {case} ...", file=sys.stderr, flush=True)
+            counts = {lib: per_unit(case, lib, url, units) for lib in libs}
+            ours, base = counts[libs[0]], counts[libs[1]]
+            figures = ", ".join(f"{lib} {n:,.0f}" for lib, n in counts.items())
+            lines.append(f"  {case:<14} per {per:<8} {figures}  ({ours / base:.2f}x)")
+        print("[instructions] first completion ...", file=sys.stderr, flush=True)
+        whole = {}
+        for lib in ("aigateway", "httpx"):
+            code = _first_completion_code(lib, server.url())
+            count(code)
+            whole[lib] = count(code)
+        empty = count("pass")
+        figures = ", ".join(f"{lib} {n / 1e6:,.0f}M" for lib, n in whole.items())
+        lines.append(
+            f"  {'first completion, whole process':<32} {figures}  "
+            f"({whole['aigateway'] / whole['httpx']:.2f}x; python -c pass: {empty / 1e6:,.0f}M)"
+        )
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -29,7 +29,9 @@ the decoder buffer unbounded memory.
 
 The decoder is built for the hot path of streaming completions: it works on ``bytes`` with C
 level searches (``in``, ``split``, ``replace``), never looks at a byte twice when a long line
-arrives in many small chunks, and decodes UTF-8 once per event.
+arrives in many small chunks, and decodes UTF-8 once per event. `SSEDecoder.feed_data_only`
+goes further for the events completions are made of, one ``data:`` line each: it returns
+their data undecoded, for a parser that reads bytes, without building events at all.
 """
 
 from __future__ import annotations

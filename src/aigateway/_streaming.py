@@ -108,6 +108,7 @@ class ChunkDecoder(Generic[T]):
         of the garbage collector would go through them) while the reader works through them."""
         try:
             simple = self._sse.feed_data_only(data)
+            events = self._sse.feed(data) if simple is None else []
         except SSEDecodeError as exc:
             raise self._invalid(str(exc), data) from exc
         if simple is not None:  # the common case: events of one data line each
@@ -119,10 +120,6 @@ class ChunkDecoder(Generic[T]):
                     self.done = True
                 self.waiting.extend(simple)
             return bool(self.waiting)
-        try:
-            events = self._sse.feed(data)
-        except SSEDecodeError as exc:
-            raise self._invalid(str(exc), data) from exc
         if self._timer is not None:
             self._check_time(bool(events))  # before counting them: a late event trips the limit
         waiting = self.waiting

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterable
 import pytest
 
 from aigateway._sse import (
+    _BOM,
     DEFAULT_MAX_EVENT_SIZE,
     ServerSentEvent,
     SSEDecodeError,
@@ -20,8 +21,6 @@ from aigateway._sse import (
 )
 
 from ._sse_helpers import E, decode, decode_all
-
-_BOM = b"\xef\xbb\xbf"
 
 # --- end of stream --------------------------------------------------------------------------
 

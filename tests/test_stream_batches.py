@@ -1,7 +1,7 @@
 """How reads of a stream become chunks. A read that brings many events at once: its chunks are
 parsed one at a time, as they are asked for (so they do not wait in memory), and an error event
-among them is raised after the chunks before it, which reach the caller. A read that brings one
-whole event (what streaming servers send) takes a shorter path that must give the same."""
+among them is raised after the chunks before it, which reach the caller. Events of one data
+line each (what streaming servers send) take a shorter path that must give the same."""
 
 from __future__ import annotations
 
@@ -89,8 +89,8 @@ def credits_event(content: str, credits: float) -> bytes:
 
 
 async def test_events_read_one_at_a_time_give_every_chunk_and_the_credits(kind: str) -> None:
-    # an id and an event type in earlier reads: the events after them keep the id and the
-    # default type, and a multi-line event still joins its lines
+    # an id in an earlier read: the events after it keep it; a two-line event takes the
+    # general decoder and still joins its lines
     body = one_event_a_read(
         b"id: 7\n\n",
         event("a"),

@@ -244,7 +244,7 @@ class SSEDecoder:
         if not self._bom_done:  # the first read: "data: " is no byte order mark
             if not chunk.startswith(b"data: "):
                 return None
-            self._bom_done = True
+            self._bom_done = True  # what feed would decide of this chunk too
         partial = self._partial
         if not partial and chunk.endswith(b"\n\n") and chunk.startswith(b"data: "):
             data = chunk[6:-2]  # the commonest read: one whole event

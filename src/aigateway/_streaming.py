@@ -314,7 +314,6 @@ class _StreamBase(Generic[T]):
         """The body's byte iterator, already started by the pipeline (None: not started)."""
         self._head = head or []
         """Chunks the pipeline read before handing the stream over (up to the first one)."""
-        self._on_chunk = on_chunk
         self._on_close = on_close
         decoder.on_last = on_chunk
 
@@ -347,8 +346,9 @@ class _StreamBase(Generic[T]):
         parsed as it is asked for (the decoder notes the credits at the last of them)."""
         if self._head:
             head, self._head = self._head, []
-            if not self._decoder.waiting and self._on_chunk is not None:
-                self._on_chunk(self.response, head[-1])
+            on_last = self._decoder.on_last
+            if not self._decoder.waiting and on_last is not None:
+                on_last(self.response, head[-1])
             yield from head
         next_chunk = self._decoder.next_chunk
         while (chunk := next_chunk()) is not None:

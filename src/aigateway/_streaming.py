@@ -160,7 +160,9 @@ class ChunkDecoder(Generic[T]):
         bytes is UTF-8 that pydantic reads as it is; invalid UTF-8 in it is replaced, as in any
         other event."""
         if isinstance(data, bytes):
-            if b'"error"' in data[:32]:
+            # find, not `in`: bytes in bytes first tries its operand as an int, a raised and
+            # cleared TypeError that costs as much as the rest of this check
+            if data.find(b'"error"', 0, 32) >= 0:
                 return self._chunk_of(data.decode("utf-8", "replace"))
         elif error or '"error"' in data[:32]:
             self._raise_error_object(data)

@@ -5,7 +5,6 @@
 ``logprobs`` when the request asked for them (``logprobs=True``).
 """
 
-from __future__ import annotations
 
 import json
 from typing import Any, Generic, Literal, TypeVar

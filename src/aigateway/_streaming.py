@@ -137,8 +137,20 @@ class ChunkDecoder(Generic[T]):
         if not waiting:
             return None
         event = waiting.popleft()
-        if isinstance(event, bytes):  # the data of a data-only event, not decoded (`feed`)
-            chunk = self._chunk_of(event)
+        # The data of a data-only event, not decoded (`feed`), is parsed here as it came: the
+        # hot path. Not `in`: bytes in bytes first tries its operand as an int, which raises
+        # (and clears) a TypeError, as costly as the rest of this check.
+        if isinstance(event, bytes):
+            if event.find(b'"error"', 0, 32) >= 0:  # maybe an error object: the general path
+                chunk = self._chunk_of(event.decode("utf-8", "replace"))
+            else:
+                try:
+                    chunk = self._parse(event)
+                except ValueError:  # invalid UTF-8 (replaced, as in any event) or not a chunk
+                    chunk = self._chunk_of(event.decode("utf-8", "replace"))
+                else:
+                    self.received += 1
+                    self.tail.append(chunk)
         else:
             chunk = self._chunk_of(event.data, error=event.event == "error")
         if not waiting and self.on_last is not None:
@@ -154,24 +166,15 @@ class ChunkDecoder(Generic[T]):
         self._check_time(True)
         return self._chunk_of(text)
 
-    def _chunk_of(self, data: str | bytes, *, error: bool = False) -> T:
+    def _chunk_of(self, data: str, *, error: bool = False) -> T:
         """The typed chunk of one event's (or frame's) data, counted and kept in the tail; an
-        error object (or an ``event: error``) raises its API error instead. Data still in
-        bytes is UTF-8 that pydantic reads as it is; invalid UTF-8 in it is replaced, as in any
-        other event."""
-        if isinstance(data, bytes):
-            # find, not `in`: bytes in bytes first tries its operand as an int, a raised and
-            # cleared TypeError that costs as much as the rest of this check
-            if data.find(b'"error"', 0, 32) >= 0:
-                return self._chunk_of(data.decode("utf-8", "replace"))
-        elif error or '"error"' in data[:32]:
+        error object (or an ``event: error``) raises its API error instead."""
+        if error or '"error"' in data[:32]:
             self._raise_error_object(data)
         try:
             # model_validate_json takes str as well as bytes: no re-encoding
             chunk = self._parse(data)  # type: ignore[arg-type]
         except ValueError as exc:
-            if isinstance(data, bytes):
-                return self._chunk_of(data.decode("utf-8", "replace"))
             raise self._not_a_chunk(data, exc) from exc
         self.received += 1
         self.tail.append(chunk)

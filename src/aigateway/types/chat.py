@@ -5,7 +5,6 @@
 ``logprobs`` when the request asked for them (``logprobs=True``).
 """
 
-
 import json
 from typing import Any, Generic, Literal, TypeVar
 

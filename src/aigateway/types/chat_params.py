@@ -18,7 +18,6 @@ needs ``logprobs``; ``tool_choice`` must name a tool of ``tools``; ``max_tokens`
 given with ``max_completion_tokens``, which replaces it, as OpenAI answers).
 """
 
-
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 

@@ -5,6 +5,9 @@
 ``logprobs`` when the request asked for them (``logprobs=True``).
 """
 
+# Annotations here are evaluated at import, not postponed (no `from __future__ import
+# annotations`): postponed, pydantic compiled and evaluated every one of them as a string
+# when it made the models.
 import json
 from typing import Any, Generic, Literal, TypeVar
 

@@ -18,6 +18,9 @@ needs ``logprobs``; ``tool_choice`` must name a tool of ``tools``; ``max_tokens`
 given with ``max_completion_tokens``, which replaces it, as OpenAI answers).
 """
 
+# Annotations here are evaluated at import, not postponed (no `from __future__ import
+# annotations`): postponed, the first chat call compiled and evaluated every one of them
+# twice, for the methods' signatures and for pydantic.
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 

@@ -172,7 +172,7 @@ class ChunkDecoder(Generic[T]):
         if error or '"error"' in data[:32]:
             self._raise_error_object(data)
         try:
-            # model_validate_json takes str as well as bytes: no re-encoding
+            # model_validate_json takes str too: the text is not encoded again
             chunk = self._parse(data)  # type: ignore[arg-type]
         except ValueError as exc:
             raise self._not_a_chunk(data, exc) from exc

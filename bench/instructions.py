@@ -7,7 +7,13 @@ for the same work moves by well under 1%. For each case, a small client script r
 ``valgrind --tool=cachegrind --cache-sim=no`` twice against the bench server (its own process,
 not counted): doing the work once, then three times. Half the difference is the work alone,
 without start-up and exit. The first completion is counted whole, start-up and exit included,
-since they are what it measures.
+since they are what it measures, beside its floor: raw httpx with the reply validated into
+three small pydantic models (``httpx+pydantic``), what any client with pydantic replies pays.
+
+``--python PATH`` counts the first completion alone with another interpreter, a fresh virtual
+environment's for instance (``python -m venv /tmp/clean && /tmp/clean/bin/pip install .``):
+there ``import httpx`` loads only httpx's own dependencies, where this project's development
+environment also has trio, click and rich, which httpx imports when they are installed.
 
 Instructions are not time: a cache miss costs more than an addition, so read the counts beside
 ``python -m bench``'s times, as the cost of the Python and C code each client runs. Needs
@@ -30,6 +36,7 @@ STREAM_CHUNKS = 10_000
 CONCURRENT_STREAMS = 100
 CONCURRENT_CHUNKS = 500
 REQUESTS = 500
+FIRST_COMPLETION = ("aigateway", "httpx+pydantic", "httpx")
 
 _WORK = {
     "sync stream": """
@@ -74,7 +81,7 @@ _CASES = [
 ]
 
 
-def count(code: str) -> int:
+def count(code: str, python: str = sys.executable) -> int:
     """Instructions executed by ``python -c code`` under cachegrind."""
     done = subprocess.run(
         [
@@ -82,7 +89,7 @@ def count(code: str) -> int:
             "--tool=cachegrind",
             "--cache-sim=no",
             "--cachegrind-out-file=/dev/null",
-            sys.executable,
+            python,
             "-c",
             code,
         ],
@@ -110,15 +117,35 @@ def per_unit(case: str, lib: str, url: str, units: int) -> float:
     return (runs[3] - runs[1]) / 2 / units
 
 
+def first_completion(url: str, python: str) -> str:
+    """The first completion's line: whole-process counts of each library and their ratios."""
+    whole = {}
+    for lib in FIRST_COMPLETION:
+        code = _first_completion_code(lib, url)
+        count(code, python)  # warm: byte code compiled and cached
+        whole[lib] = count(code, python)
+    empty = count("pass", python)
+    figures = ", ".join(f"{lib} {n / 1e6:,.0f}M" for lib, n in whole.items())
+    ours, floor, raw = (whole[lib] for lib in FIRST_COMPLETION)
+    return (
+        f"  {'first completion, whole process':<32} {figures}  ({ours / raw:.2f}x httpx, "
+        f"{ours / floor:.2f}x httpx+pydantic; python -c pass: {empty / 1e6:,.0f}M)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__)
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--python",
+        help="count only the first completion, run by this interpreter (with aigateway installed)",
+    )
+    args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     lines = ["instructions per unit of work, client process only (valgrind cachegrind)"]
     with ServerProcess("threads") as server:
-        for case, libs, units, per in _CASES:
+        for case, libs, units, per in [] if args.python else _CASES:
             chunks = CONCURRENT_CHUNKS if case == "async streams" else STREAM_CHUNKS
             url = server.url(chunks) if "stream" in case else server.url()
             print(f"[instructions] {case} ...", file=sys.stderr, flush=True)
@@ -127,17 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             figures = ", ".join(f"{lib} {n:,.0f}" for lib, n in counts.items())
             lines.append(f"  {case:<14} per {per:<8} {figures}  ({ours / base:.2f}x)")
         print("[instructions] first completion ...", file=sys.stderr, flush=True)
-        whole = {}
-        for lib in ("aigateway", "httpx"):
-            code = _first_completion_code(lib, server.url())
-            count(code)
-            whole[lib] = count(code)
-        empty = count("pass")
-        figures = ", ".join(f"{lib} {n / 1e6:,.0f}M" for lib, n in whole.items())
-        lines.append(
-            f"  {'first completion, whole process':<32} {figures}  "
-            f"({whole['aigateway'] / whole['httpx']:.2f}x; python -c pass: {empty / 1e6:,.0f}M)"
-        )
+        lines.append(first_completion(server.url(), args.python or sys.executable))
     print("\n".join(lines))
     return 0
 

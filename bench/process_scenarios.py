@@ -27,14 +27,38 @@ from .server_process import ServerProcess, child_env
 # -- 4. fresh processes -------------------------------------------------------------------
 
 
+_REPLY_MODEL = """\
+from pydantic import BaseModel
+class Message(BaseModel):
+    role: str
+    content: str | None = None
+class Choice(BaseModel):
+    index: int
+    message: Message
+    finish_reason: str | None = None
+class Completion(BaseModel):
+    id: str
+    model: str
+    choices: list[Choice]
+"""
+"""The smallest typed reply: what ``httpx+pydantic`` validates the completion into."""
+
+
 def _first_completion_code(lib: str, base_url: str) -> str:
+    """A fresh process's first completion with ``lib``: aigateway, openai, raw httpx (the
+    reply decoded by ``json``), or ``httpx+pydantic``, raw httpx with the reply validated
+    into three small pydantic models: the floor of any client whose replies are pydantic
+    models, since it pays pydantic's import and first validators and nothing else."""
     messages = json.dumps(MESSAGES)
-    if lib == "httpx":
+    if lib in ("httpx", "httpx+pydantic"):
+        typed = lib == "httpx+pydantic"
         return (
             "import httpx\n"
-            f"with httpx.Client(headers={{'Authorization': 'Bearer {API_KEY}'}}) as c:\n"
+            + (_REPLY_MODEL if typed else "")
+            + f"with httpx.Client(headers={{'Authorization': 'Bearer {API_KEY}'}}) as c:\n"
             f"    r = c.post('{base_url}/chat/completions', json={json.dumps(BODY)})\n"
-            "    r.raise_for_status(); r.json()\n"
+            "    r.raise_for_status(); "
+            + ("Completion.model_validate_json(r.content)\n" if typed else "r.json()\n")
         )
     if lib == "aigateway":
         return (
@@ -56,7 +80,7 @@ def startup(server: ServerProcess, plan: Plan) -> Result:
     variants |= {f"import {lib}": f"import {lib}" for lib in ("httpx", "aigateway", "openai")}
     variants |= {
         f"first completion {lib}": _first_completion_code(lib, server.url())
-        for lib in ("httpx", "aigateway", "openai")
+        for lib in ("httpx", "httpx+pydantic", "aigateway", "openai")
     }
     env = child_env()
 
@@ -96,6 +120,16 @@ def startup(server: ServerProcess, plan: Plan) -> Result:
         rows["first completion aigateway"]["wall"],
         rows["first completion httpx"]["wall"],
         ("<=", 1.5),
+    )
+    result.ratio(
+        "first completion: aigateway / httpx+pydantic (raw httpx, reply in pydantic models)",
+        rows["first completion aigateway"]["wall"],
+        rows["first completion httpx+pydantic"]["wall"],
+    )
+    result.ratio(
+        "first completion: httpx+pydantic / httpx, the floor of pydantic-typed replies",
+        rows["first completion httpx+pydantic"]["wall"],
+        rows["first completion httpx"]["wall"],
     )
     baseline = rows["python -c pass"]["wall"].samples
     for what in ("import", "first completion"):

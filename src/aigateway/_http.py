@@ -340,7 +340,8 @@ class Pipeline:
                         raise decoder.stalled() from exc
                     raise self.failed(request, exc, attempts) from exc
                 if data is None:
-                    decoder.end()  # raises: the body ended before any chunk
+                    decoder.end()  # raises, unless the body ended with data: [DONE]
+                    break
                 if first and not looks_like_sse(response, data):
                     raise not_an_event_stream(response, data[:500])
                 first = False

@@ -20,7 +20,8 @@ The decoder follows the "event stream interpretation" rules of the WHATWG HTML s
   across events and is ignored when it contains NUL; ``retry`` is used only when it is all
   ASCII digits; other fields are ignored;
 * at the end of the stream an unfinished event is dropped, not dispatched; `SSEDecoder.pending`
-  tells the caller that this happened, so it can report a truncated stream.
+  tells the caller that this happened, so it can report a truncated stream (or, leniently,
+  ``close(dispatch_unfinished=True)`` dispatches it, for servers that end on a line).
 
 One event may hold at most ``max_event_size`` bytes (1 MiB by default), counting the bytes of
 its field lines without line ends; any single line, comments included, is held to the same
@@ -262,17 +263,27 @@ class SSEDecoder:
             self.feed(rest)  # completes no event: it holds no blank line
         return events
 
-    def close(self) -> list[ServerSentEvent]:
+    def close(self, *, dispatch_unfinished: bool = False) -> list[ServerSentEvent]:
         """Mark the end of the input and return the events it completes.
 
         Under the WHATWG rules the end of the stream completes nothing: an unfinished line or
         event is dropped, so this returns an empty list (kept so callers can treat it like
         `feed`). Whether something was dropped is told by `pending`, which keeps its value
         after the call. Calling ``close()`` again is harmless; ``feed()`` after it raises.
+
+        With ``dispatch_unfinished``, the end of the input also ends the last line and the last
+        event, as if a blank line followed, and returns that event (then nothing is pending):
+        some servers end the body right after a stream's final line. Whether an event cut
+        short this way can be trusted is the caller's decision.
         """
+        events: list[ServerSentEvent] = []
+        if dispatch_unfinished and not self._closed:
+            partial = self._partial
+            events = self._process([bytes(partial), b""] if partial else [b""])
+            partial.clear()
         self._closed = True
         self._at_event_start = False
-        return []
+        return events
 
     def _process(self, lines: list[bytes]) -> list[ServerSentEvent]:
         """Interpret complete lines (line ends already removed); return the dispatched events."""

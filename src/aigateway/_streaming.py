@@ -207,10 +207,20 @@ class ChunkDecoder(Generic[T]):
         return error
 
     def end(self) -> None:
-        """The body ended: raise unless ``[DONE]`` was seen."""
-        if not self.done:
-            cut = " in the middle of an event" if self._sse.pending else ""
-            raise self.incomplete(f"the stream ended{cut} before data: [DONE]")
+        """The body ended: raise unless ``[DONE]`` was seen, also as the body's last line
+        without the blank line after it (servers may end the body right after that line)."""
+        if self.done:
+            return
+        cut = " in the middle of an event" if self._sse.pending else ""
+        try:
+            last = self._sse.close(dispatch_unfinished=True)
+        except SSEDecodeError as exc:
+            raise self._invalid(str(exc), b"") from exc
+        # only [DONE] is taken from an event cut short: any other may have lost its end
+        if any(event.data == DONE for event in last):
+            self.done = True
+            return
+        raise self.incomplete(f"the stream ended{cut} before data: [DONE]")
 
     def transport_failure(self, exc: Exception) -> APIError:
         """The error for a read that failed mid-stream: a read timeout is a stall, a lost

@@ -1,0 +1,126 @@
+"""How a streamed body may end, on a real socket: right after ``data: [DONE]`` (with or without
+the blank line) is a normal end; a body cut before ``[DONE]`` still raises."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from aigateway import AsyncClient, Client, IncompleteStreamError
+from aigateway._sse import SSEDecoder
+
+from .conftest import API_KEY, resolve
+
+pytestmark = pytest.mark.anyio
+HELLO = [{"role": "user", "content": "hi"}]
+
+
+def event(content: str) -> bytes:
+    chunk = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+BODIES = {
+    "done-no-line-end": event("a") + b"data: [DONE]",
+    "done-one-line-end": event("a") + b"data: [DONE]\n",
+    "done-crlf": event("a") + b"data: [DONE]\r\n",
+    "only-done-no-line-end": b"data: [DONE]",
+    "cut-after-a-chunk": event("a"),
+    "cut-mid-chunk": event("a") + event("b")[:-2],
+    "cut-mid-done": event("a") + b"data: [DON",
+}
+"""The body each model id gets from the server: the model names the ending under test."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Answers a chat request with the body its ``model`` names, then closes the connection,
+    so the body ends exactly where the bytes end."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = BODIES[request["model"]]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the test output is for the tests."""
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def read_all(kind: str, base_url: str, model: str) -> list[str | None]:
+    """The contents of every chunk of a stream of ``model``'s body, read to the end."""
+    params: dict[str, Any] = {"model": model, "messages": HELLO, "stream": True}
+    if kind == "sync":
+        with (
+            Client(api_key=API_KEY, base_url=base_url, max_retries=0) as client,
+            client.chat.completions.create(**params) as stream,
+        ):
+            return [chunk.choices[0].delta.content for chunk in stream]
+    async with AsyncClient(api_key=API_KEY, base_url=base_url, max_retries=0) as aclient:
+        astream = await resolve(aclient.chat.completions.create(**params))
+        async with astream:
+            return [chunk.choices[0].delta.content async for chunk in astream]
+
+
+@pytest.mark.parametrize("model", ["done-no-line-end", "done-one-line-end", "done-crlf"])
+async def test_a_body_ending_right_after_done_ends_the_stream(
+    kind: str, base_url: str, model: str
+) -> None:
+    assert await read_all(kind, base_url, model) == ["a"]
+
+
+async def test_a_body_of_done_alone_is_an_empty_stream(kind: str, base_url: str) -> None:
+    assert await read_all(kind, base_url, "only-done-no-line-end") == []
+
+
+@pytest.mark.parametrize(
+    ("model", "received"), [("cut-after-a-chunk", 1), ("cut-mid-chunk", 1), ("cut-mid-done", 1)]
+)
+async def test_a_body_cut_before_done_still_raises(
+    kind: str, base_url: str, model: str, received: int
+) -> None:
+    with pytest.raises(IncompleteStreamError, match="before data: \\[DONE\\]") as caught:
+        await read_all(kind, base_url, model)
+    assert caught.value.received == received
+
+
+def test_the_decoder_dispatches_an_unfinished_event_only_when_asked() -> None:
+    strict, lenient = SSEDecoder(), SSEDecoder()
+    for decoder in (strict, lenient):
+        events = decoder.feed(b"data: one\n\ndata: two\ndata: [DONE]")
+        assert [event.data for event in events] == ["one"]
+    assert strict.close() == []
+    assert strict.pending
+    assert [event.data for event in lenient.close(dispatch_unfinished=True)] == ["two\n[DONE]"]
+    assert not lenient.pending
+    assert lenient.close(dispatch_unfinished=True) == []  # closed already: nothing more

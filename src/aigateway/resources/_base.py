@@ -9,8 +9,11 @@ from dataclasses import replace
 from functools import cache
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints
+from urllib.parse import quote
 
 from typing_extensions import ParamSpec, Required
+
+from ..errors import InvalidRequestError, Violation
 
 if TYPE_CHECKING:
     from .._drivers import AsyncPipeline, SyncPipeline
@@ -140,6 +143,24 @@ class Opening(Generic[R]):
     ) -> None:
         if self._opened is not None:
             await self._opened.__aexit__(exc_type, exc, tb)  # type: ignore[attr-defined]
+
+
+def path_parameter(name: str, value: object, allowed: str) -> str:
+    """``value`` written into a URL path: the ``/`` of provider-prefixed ids (``meta-llama/...``)
+    kept as the gateway writes it, every other reserved character (``?``, ``#``, ``%``, spaces,
+    ...) percent-encoded. A value that is not a string, is blank, or has an empty, ``.`` or
+    ``..`` segment (which would change the endpoint called) is an `InvalidRequestError` naming
+    ``name``, before anything is sent; ``allowed`` says what to pass instead."""
+    if not isinstance(value, str) or not value.strip():
+        problem = "must be a non-empty string"
+    elif any(segment in ("", ".", "..") for segment in value.split("/")):
+        problem = (
+            "must not have an empty, '.' or '..' part between slashes "
+            "(it would change the endpoint called)"
+        )
+    else:
+        return quote(value, safe="/")
+    raise InvalidRequestError([Violation(name, value, f"{problem}; allowed: {allowed}")])
 
 
 def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

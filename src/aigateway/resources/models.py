@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from functools import cached_property
-from urllib.parse import quote
 
 from typing_extensions import Unpack
 
 from .._http import APICall
-from ..errors import InvalidRequestError, Violation
 from ..types.chat_params import RequestOptions
 from ..types.models import Model, ModelList
 from ._base import (
@@ -17,6 +15,7 @@ from ._base import (
     SyncResource,
     async_raw_twin,
     check_keywords,
+    path_parameter,
     raw_twin,
 )
 
@@ -30,22 +29,8 @@ def list_call(options: RequestOptions) -> APICall[ModelList]:
 
 def retrieve_call(model_id: str, options: RequestOptions) -> APICall[Model]:
     check_keywords(options, OPTION_KEYS, "models.retrieve")
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidRequestError(
-            [
-                Violation(
-                    "model_id",
-                    model_id,
-                    "must be a non-empty model id string; allowed: an id from models.list()",
-                )
-            ]
-        )
-    return APICall(
-        "GET",
-        f"models/{quote(model_id, safe='/')}",
-        parse=Model.model_validate_json,
-        options=options,
-    )
+    model_path = path_parameter("model_id", model_id, "a model id from models.list()")
+    return APICall("GET", f"models/{model_path}", parse=Model.model_validate_json, options=options)
 
 
 class Models(SyncResource):

@@ -194,6 +194,7 @@ class Pipeline:
         try:
             return (yield from self._attempts(call))
         except APIError as error:
+            self.retry.record_asked_wait(error)
             self.state.ledger.record_failure(model_of(call.body), error)
             raise
 

@@ -20,7 +20,8 @@ Header values that are not a finite number of at least 0 (``inf``, ``nan``, ``-5
 ignored, never raised on; a wait asked beyond ten years counts as ten years.
 
 A wait the gateway asks for that is longer than ``max_wait`` is not slept: the error is raised
-at once with ``retry_after`` set, so a caller never hangs unseen for minutes. The sleep
+at once, so a caller never hangs unseen for minutes. Whenever the reply that ends a call asked
+for a wait, retried or not, its error carries it as ``retry_after``. The sleep
 functions and the clock are part of the policy, so tests inject ones that do not sleep.
 """
 
@@ -165,6 +166,12 @@ class RetryPolicy:
         if not isinstance(error, APIStatusError):
             return None
         return server_wait(error.headers, self.now(), status=error.status_code)
+
+    def record_asked_wait(self, error: BaseException) -> None:
+        """Set ``retry_after`` on the status error a call ends with, when its reply asked for a
+        wait, retried or not (the caller may want to wait it out itself)."""
+        if isinstance(error, APIStatusError) and error.retry_after is None:
+            error.retry_after = self._asked_wait(error)
 
     def should_retry(self, error: BaseException | None) -> bool:
         """Whether ``error`` may be retried; a server-asked wait beyond the cap says no, and is

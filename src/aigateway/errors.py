@@ -311,8 +311,10 @@ class APIStatusError(APIError):
         self.attempts = attempts
         self.rate_limit = RateLimitInfo.from_headers(response.headers)
         self.retry_after: float | None = None
-        """Set when the gateway asked to wait longer than the retry policy's cap: the wait it
-        asked for, in seconds (the error was raised at once instead of sleeping)."""
+        """The wait the reply asked for, in seconds (``retry-after-ms``, ``Retry-After``, or a
+        spent window's ``X-RateLimit-Reset``), whether the call was retried or not; None when
+        it asked for none. A wait beyond the retry policy's cap is not slept: the error is
+        raised at once."""
 
     @property
     def error_body(self) -> ErrorBody | None:
@@ -338,9 +340,10 @@ class APIStatusError(APIError):
         if self.attempts > 1:
             parts.append(f"attempts={self.attempts}")
         if self.retry_after is not None:
+            not_retried = "; not retried" if self.attempts == 1 else ""
             parts.append(
-                f"the gateway asks to wait {self.retry_after:.0f} s{self._reset_note()};"
-                " not retried"
+                f"the gateway asks to wait {self.retry_after:.0f} s{self._reset_note()}"
+                + not_retried
             )
         return f"{self.message} ({', '.join(parts)})"
 

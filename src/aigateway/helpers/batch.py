@@ -10,8 +10,9 @@ done. The sync driver runs items on a thread pool, the async one in an anyio tas
 a `CapacityLimiter` (asyncio and trio).
 
 Rate limits: the client already retries a 429 whose wait is within its retry cap. A 429 asking
-for longer is raised at once with ``retry_after``; the batch then holds back every new request
-for that long (one pause for the whole batch, not one per worker) and tries the item once more.
+for longer is raised at once, one left after the client's retries is raised too, both with the
+wait asked as ``retry_after``; the batch then holds back every new request for that long (one
+pause for the whole batch, not one per worker) and tries the item once more.
 """
 
 from __future__ import annotations
@@ -304,8 +305,8 @@ class _BatchRun:
 
     def next_try(self, error: BaseException, epoch: int, retries_left: int) -> int | None:
         """The retries an item has left when it is sent again after ``error``, or None to
-        give it up. Only a rate limit whose wait was beyond the client's retry cap is tried
-        again. It pauses the batch for the wait asked and uses the item's one retry, unless
+        give it up. Only a rate limit whose reply asked for a wait the client did not sit out
+        (beyond its retry cap, or with no retry left) is tried again. It pauses the batch for the wait asked and uses the item's one retry, unless
         its request went out before the latest pause began (``epoch``): refused in the window
         that pause waits out, it goes again without counting."""
         if not isinstance(error, RateLimitError) or error.retry_after is None:

@@ -9,9 +9,16 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import pytest
 
-from aigateway import AsyncClient, Client, IncompleteStreamError
+from aigateway import (
+    AsyncClient,
+    Client,
+    IncompleteStreamError,
+    RetryPolicy,
+    ServiceUnavailableError,
+)
 from aigateway._sse import SSEDecoder
 
 from .conftest import API_KEY, resolve
@@ -77,19 +84,27 @@ def base_url() -> Iterator[str]:
         thread.join(5)
 
 
-async def read_all(kind: str, base_url: str, model: str) -> list[str | None]:
+async def read_all(
+    kind: str, base_url: str, model: str, max_retries: int = 0, **options: Any
+) -> list[str | None]:
     """The contents of every chunk of a stream of ``model``'s body, read to the end."""
     params: dict[str, Any] = {"model": model, "messages": HELLO, "stream": True}
+    options.update(api_key=API_KEY, base_url=base_url, max_retries=max_retries)
+    options["retry_policy"] = RetryPolicy(sleep=lambda _: None, async_sleep=no_sleep)
     if kind == "sync":
         with (
-            Client(api_key=API_KEY, base_url=base_url, max_retries=0) as client,
+            Client(**options) as client,
             client.chat.completions.create(**params) as stream,
         ):
             return [chunk.choices[0].delta.content for chunk in stream]
-    async with AsyncClient(api_key=API_KEY, base_url=base_url, max_retries=0) as aclient:
+    async with AsyncClient(**options) as aclient:
         astream = await resolve(aclient.chat.completions.create(**params))
         async with astream:
             return [chunk.choices[0].delta.content async for chunk in astream]
+
+
+async def no_sleep(seconds: float) -> None:
+    """Retries wait for nothing here."""
 
 
 @pytest.mark.parametrize("model", ["done-no-line-end", "done-one-line-end", "done-crlf"])
@@ -112,6 +127,19 @@ async def test_a_body_cut_before_done_still_raises(
     with pytest.raises(IncompleteStreamError, match="before data: \\[DONE\\]") as caught:
         await read_all(kind, base_url, model)
     assert caught.value.received == received
+
+
+async def test_an_error_event_before_any_chunk_counts_the_attempts(kind: str) -> None:
+    busy = b'data: {"error": {"message": "busy", "type": "service_unavailable"}}\n\n'
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=busy
+        )
+    )
+    with pytest.raises(ServiceUnavailableError) as caught:
+        await read_all(kind, "http://gateway.test/v1", "m", max_retries=2, transport=transport)
+    assert caught.value.attempts == 3
+    assert "attempts=3" in str(caught.value)
 
 
 def test_the_decoder_dispatches_an_unfinished_event_only_when_asked() -> None:

@@ -257,6 +257,8 @@ class Pipeline:
         try:
             result = yield from exchange(self, call, request, attempts, slot)
         except BaseException as error:
+            if isinstance(error, APIError):  # also an error frame or event before any data
+                set_attempts(error, attempts)
             if call.trace is not None:
                 call.trace.attempt_end(attempts, error)
             raise

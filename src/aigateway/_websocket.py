@@ -6,15 +6,17 @@ Error object, then closes. The frames go through the same sans-io `ChunkDecoder`
 server-sent events, so chunks, errors, the timeouts and the deadline behave alike on both.
 
 Opening a socket is an exchange of the request path (`open_socket`, driven by the pipeline
-like any call): the client-side rate limit, a concurrency slot, the handshake (a refusal with
-a status is the same typed error as an HTTP reply, retried by the same rules), and the frames
-up to the first chunk; after that, `ChatSocket` / `AsyncChatSocket` read the rest.
+like any call): the client-side rate limit, a concurrency slot, the handshake (logged like a
+reply; a refusal with a status is the same typed error as an HTTP reply, retried by the same
+rules), and the frames up to the first chunk; after that, `ChatSocket` / `AsyncChatSocket`
+read the rest.
 
 The credential travels as the subprotocol pair (``Authorization``, key). A subprotocol may
 hold only token characters (letters, digits and ``!#$%&'*+-.^_`|~``), so a key with others
 (``/``, ``=``, ...) is sent as an ``Authorization: Bearer`` header instead. The ``websockets``
 logger is handed a view that writes the key as ``<redacted>``. Needs the ``websockets``
-package (``pip install 'aigateway[ws]'``); the async socket runs on asyncio.
+package (``pip install 'aigateway[ws]'``); the async socket runs on asyncio (on another event
+loop it is refused before anything is sent), the mock's in-process socket on any.
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ import httpx
 
 from ._classify import status_error
 from ._commands import Close, Flow, Slot
+from ._config import SecretText
 from ._http import APICall, Pipeline
 from ._optional import require
-from ._retry import set_attempts
 from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator
-from .errors import APIConnectionError, APIError, StreamConnectionError
+from .errors import APIConnectionError, APIError, APITimeoutError, StreamConnectionError
 
 if TYPE_CHECKING:
     from .types.chat import ChatCompletionChunk
@@ -70,10 +72,10 @@ def handshake(request: httpx.Request) -> tuple[list[str], dict[str, str]]:
     """The subprotocols and headers of the opening handshake for a built request: the key as
     the subprotocol pair when it is a valid token, else as an ``Authorization`` header."""
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
-    authorization = request.headers.get("authorization", "")
+    authorization = SecretText(request.headers.get("authorization", ""))
     scheme, _, key = authorization.partition(" ")
     if scheme.lower() == "bearer" and _TOKEN.fullmatch(key):
-        return [AUTH_SUBPROTOCOL, key], headers
+        return [AUTH_SUBPROTOCOL, SecretText(key)], headers
     if authorization:
         headers["Authorization"] = authorization
     return [], headers
@@ -177,7 +179,7 @@ def open_socket(
     chunk; a refusal or a failure before that chunk is an error the retry policy judges."""
     url = websocket_url(request.url)
     subprotocols, headers = handshake(request)
-    authorization = request.headers.get("authorization", "")
+    authorization = SecretText(request.headers.get("authorization", ""))
     socket_request = httpx.Request("GET", url, headers=request.headers)
     options = {
         "subprotocols": subprotocols or None,
@@ -196,6 +198,8 @@ def open_socket(
         connect: Any = ConnectInProcess(in_process, url, headers, subprotocols)
     else:
         require("websockets.exceptions", "ws", "WebSocket streaming")
+        if pipeline.asynchronous:
+            _require_asyncio(socket_request)
         connect = Connect(url, options)
     closed = closed_errors()
     try:
@@ -203,10 +207,10 @@ def open_socket(
     except ImportError:
         raise
     except Exception as exc:
-        raise set_attempts(_open_error(exc, socket_request), attempts) from exc
-    decoder: ChunkDecoder[ChatCompletionChunk] = ChunkDecoder(
-        call.parse, httpx.Response(101, request=socket_request), timer=timer
-    )
+        raise _open_error(pipeline, exc, socket_request, attempts) from exc
+    reply = _handshake_reply(connection, socket_request)
+    pipeline.received(socket_request, reply, attempts)
+    decoder: ChunkDecoder[ChatCompletionChunk] = ChunkDecoder(call.parse, reply, timer=timer)
     head: list[ChatCompletionChunk] = []
     try:
         # a close here is not the end: the frames the server sent before closing say why
@@ -229,8 +233,37 @@ def open_socket(
     return socket_type(connection, decoder, head, pipeline.state.observe, slot.take())
 
 
-def _open_error(exc: Exception, request: httpx.Request) -> APIError:
-    """The error for a handshake that failed: the status error when the server answered."""
+def _require_asyncio(request: httpx.Request) -> None:
+    """Refuse, before anything is sent, an async socket on an event loop other than asyncio:
+    the ``websockets`` library's async client runs on asyncio only."""
+    import sniffio
+
+    library = sniffio.current_async_library()
+    if library != "asyncio":
+        raise APIError(
+            f"AsyncClient.chat.completions.connect() needs asyncio (the websockets library's "
+            f"async client runs on asyncio only), and this is {library}; nothing was sent. "
+            "Use chat.completions.create(stream=True), whose server-sent events work on "
+            f"{library} too, or a Client's connect() in a worker thread",
+            request=request,
+        )
+
+
+def _handshake_reply(connection: Any, request: httpx.Request) -> httpx.Response:
+    """The reply that opened the socket, as an httpx response (status and headers; the
+    in-process socket has none: a bare 101)."""
+    response: Any = getattr(connection, "response", None)
+    status = getattr(response, "status_code", None)
+    if response is None or not isinstance(status, int):
+        return httpx.Response(101, request=request)
+    return httpx.Response(status, headers=list(response.headers.raw_items()), request=request)
+
+
+def _open_error(
+    pipeline: Pipeline, exc: Exception, request: httpx.Request, attempts: int
+) -> APIError:
+    """The error (and the log line) for a handshake that failed: the status error when the
+    server answered, else a connection error."""
     response: Any = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
     if isinstance(status, int):
@@ -240,10 +273,12 @@ def _open_error(exc: Exception, request: httpx.Request) -> APIError:
             content=bytes(getattr(response, "body", b"") or b""),
             request=request,
         )
-        return status_error(reply)
-    return APIConnectionError(
-        f"could not open the WebSocket {request.url}: {exc!r}", request=request
-    )
+        pipeline.received(request, reply, attempts)
+        return status_error(reply, attempts)
+    cls = APITimeoutError if isinstance(exc, TimeoutError) else APIConnectionError
+    error = cls(f"could not open the WebSocket {request.url}: {exc!r}", request=request)
+    error.__cause__ = exc
+    return pipeline.failed(request, error, attempts)
 
 
 def _closed_early(exc: BaseException) -> str:

@@ -32,6 +32,7 @@ from .._optional import require
 from ..errors import InvalidRequestError, RateLimitError, Violation
 from ..types.requests import RequestModel
 from ._checkpoint import Checkpoint, RecordedError
+from ._client_kind import check_client_kind
 
 if TYPE_CHECKING:
     from .._client import AsyncClient, Client
@@ -374,6 +375,7 @@ def run_batch(
     Ctrl-C lets the requests in flight finish (they are paid for) and record their lines,
     then re-raises.
     """
+    check_client_kind(client, "run_batch", asynchronous=False, call=call)
     batch = _BatchRun(
         client.remaining_credits,
         items,
@@ -445,6 +447,7 @@ async def arun_batch(
     keeps only complete lines."""
     import anyio
 
+    check_client_kind(client, "arun_batch", asynchronous=True)
     batch = _BatchRun(
         client.remaining_credits,
         items,

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import ParamSpec
 
 from ..errors import InvalidRequestError, Violation
+from ._client_kind import check_client_kind
 from ._runner import (
     MaxRoundsExceededError,
     ToolRunResult,
@@ -286,10 +287,7 @@ def run_tools(
     model to read. After ``max_rounds`` model calls still asking for tools, raises
     `MaxRoundsExceededError` carrying the conversation.
     """
-    from .._client import AsyncClient
-
-    if isinstance(client, AsyncClient):
-        raise TypeError("run_tools takes a Client; use arun_tools with an AsyncClient")
+    check_client_kind(client, "run_tools", asynchronous=False)
     _check_loop(max_rounds, params)
     toolbox, field = _toolbox(tools, functions)
     flow = run_rounds(toolbox, field, model, messages, max_rounds, params)
@@ -308,10 +306,7 @@ async def arun_tools(
 ) -> ToolRunResult:
     """`run_tools` on an `AsyncClient`: the tool calls of one reply run concurrently
     (sync tools in worker threads)."""
-    from .._client import AsyncClient
-
-    if not isinstance(client, AsyncClient):
-        raise TypeError("arun_tools takes an AsyncClient; use run_tools with a Client")
+    check_client_kind(client, "arun_tools", asynchronous=True)
     _check_loop(max_rounds, params)
     toolbox, field = _toolbox(tools, functions)
     flow = run_rounds(toolbox, field, model, messages, max_rounds, params)

@@ -7,7 +7,7 @@
     aigateway image PROMPT [--model M] [--size WxH] [--output FILE]
     aigateway mock serve [--host H] [--port N] [--rate-limits PRESET] [--credits C]
                          [--accounts N] [--seed S] [--time-to-first-token S] [--token-delay S]
-                         [--clock-speed X]
+                         [--clock-speed X] [--strict-fields]
 
 Every command takes the global options ``--api-key``, ``--base-url``, ``--mock`` (an
 in-process mock gateway: no key, no network), ``--debug`` and ``--version``, before or after
@@ -146,6 +146,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run the mock's clock X times as fast as the wall clock (rate-limit windows, "
         "Retry-After); default %(default)s",
     )
+    serve.add_argument(
+        "--strict-fields",
+        action="store_true",
+        help="answer an unknown chat body field with a 400 naming it (default: accept it and "
+        "name it in the X-Mock-Unknown-Fields header)",
+    )
     return parser
 
 
@@ -282,6 +288,7 @@ def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         rate_limits=args.rate_limits,
         time_to_first_token=args.time_to_first_token,
         token_delay=args.token_delay,
+        strict_fields=args.strict_fields,
     )
     extra = [gateway.create_account(args.credits) for _ in range(args.accounts)]
     if not is_loopback(args.host):

@@ -148,10 +148,15 @@ def test_after_a_tool_result_auto_answers_in_text(chat: Chat) -> None:
         assert "search" in message["content"]
 
 
-def test_after_a_tool_result_required_still_calls(chat: Chat) -> None:
-    assert the_call(chat(**_after_tool_result(tool_choice="required")))["function"]["name"] == (
-        "search"
-    )
+def test_after_a_tool_result_required_calls_a_tool_not_yet_called(chat: Chat) -> None:
+    request = _after_tool_result(tool_choice="required")
+    request["tools"] = [SEARCH, WEATHER]
+    assert the_call(chat(**request))["function"]["name"] == "get_weather"
+
+
+def test_required_answers_once_every_tool_was_called(chat: Chat) -> None:
+    message = chat(**_after_tool_result(tool_choice="required")).json()["choices"][0]["message"]
+    assert "sunny and 24C" in message["content"]
 
 
 def test_a_tool_without_parameters_gets_empty_arguments(chat: Chat) -> None:

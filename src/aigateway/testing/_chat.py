@@ -11,6 +11,7 @@ reply is charged before its first byte, since the whole output is known then.
 
 from __future__ import annotations
 
+import difflib
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +20,7 @@ from pydantic import TypeAdapter
 from ..errors import InvalidRequestError
 from ..types._validation import validate
 from ..types.chat_params import ALLOWED, ChatCompletionRequest
-from ._accounts import to_decimal
+from ._accounts import Account, to_decimal
 from ._billing import credits_fields, insufficient_credits_response
 from ._catalogue import ModelSpec, model_object
 from ._engine import (
@@ -32,9 +33,25 @@ from ._pacing import paced
 from ._routes import INVALID, RequestContext
 from ._wire import MockResponse, error_response, json_response, sse_response
 
-__all__ = ["chat_completions", "find_model", "list_models", "retrieve_model"]
+__all__ = [
+    "KNOWN_FIELDS",
+    "UNKNOWN_FIELDS_HEADER",
+    "chat_completions",
+    "find_model",
+    "list_models",
+    "retrieve_model",
+]
 
 _REQUEST_ADAPTER: TypeAdapter[ChatCompletionRequest] = TypeAdapter(ChatCompletionRequest)
+
+KNOWN_FIELDS = frozenset(
+    ChatCompletionRequest.__required_keys__ | ChatCompletionRequest.__optional_keys__
+)
+"""The body fields the chat route reads; others are reported (`UNKNOWN_FIELDS_HEADER`), or
+refused when the gateway has ``strict_fields``."""
+UNKNOWN_FIELDS_HEADER = "x-mock-unknown-fields"
+"""The reply header listing the request's unknown body fields (absent when there are none)."""
+_MAX_NAMES = 20
 
 
 def find_model(ctx: RequestContext, model_id: str) -> ModelSpec | MockResponse:
@@ -82,6 +99,18 @@ def chat_completions(ctx: RequestContext) -> MockResponse:
     raw = ctx.json_object()
     if isinstance(raw, MockResponse):
         return raw
+    unknown = [name for name in raw if name not in KNOWN_FIELDS]
+    if not unknown:
+        return _complete(ctx, account, raw)
+    if ctx.strict_fields:
+        return _unknown_fields_response(unknown)
+    response = _complete(ctx, account, raw)
+    response.headers[UNKNOWN_FIELDS_HEADER] = _field_list(unknown)
+    return response
+
+
+def _complete(ctx: RequestContext, account: Account, raw: dict[str, Any]) -> MockResponse:
+    """The reply to ``account``'s chat request, whose JSON body is ``raw``."""
     try:
         body = validate(_REQUEST_ADAPTER, raw, ALLOWED)
     except InvalidRequestError as exc:
@@ -139,6 +168,34 @@ def chat_completions(ctx: RequestContext) -> MockResponse:
         completion, id=completion_id, created=created, model=spec.id, credits=credits
     )
     return json_response(200, reply)
+
+
+def _field_list(names: list[str]) -> str:
+    """Field names for a header or a message: escaped to printable ASCII, cut to 64
+    characters each, at most `_MAX_NAMES` of them."""
+    shown = [name.encode("unicode_escape").decode("ascii")[:64] for name in names[:_MAX_NAMES]]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def _unknown_fields_response(unknown: list[str]) -> MockResponse:
+    """The 400 of a gateway with ``strict_fields``, naming the unknown fields (and the known
+    field each one is closest to)."""
+    hints = []
+    for name in unknown[:_MAX_NAMES]:
+        close = difflib.get_close_matches(name[:64], KNOWN_FIELDS, n=1)
+        if close:
+            hints.append(f"{_field_list([name])!r} (did you mean {close[0]!r}?)")
+    noun = "field" if len(unknown) == 1 else "fields"
+    return error_response(
+        400,
+        f"unknown {noun} {_field_list(unknown)} in the request body"
+        + (f": {'; '.join(hints)}" if hints else "")
+        + f"; known fields: {', '.join(sorted(KNOWN_FIELDS))}",
+        INVALID,
+        "unknown_parameter",
+        param=_field_list(unknown[:1]),
+    )
 
 
 def _capability_problem(

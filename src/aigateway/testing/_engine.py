@@ -39,10 +39,12 @@ import hashlib
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._json_prompt import asks_for_code_block, prompt_schema
 from ._logprobs import token_logprobs
 from ._reply import (
     ChoiceOut,
@@ -236,6 +238,7 @@ class Engine:
         """
         stop = request.get("stop")
         stops = [stop] if isinstance(stop, str) else list(stop or [])
+        conversation = _Conversation(request["messages"], function_call)
         max_tokens: int = request.get(
             "max_completion_tokens", request.get("max_tokens", DEFAULT_MAX_TOKENS)
         )
@@ -246,7 +249,7 @@ class Engine:
             draft = (
                 self._scripted(scripted)
                 if scripted is not None
-                else self._generate(request, self.rng(request, model_id, *salt), function_call)
+                else self._generate(request, self.rng(request, model_id, *salt), conversation)
             )
             choice = _finish(draft, stops, min(max_tokens, room), new_call_id)
             room -= choice.completion_tokens
@@ -267,41 +270,116 @@ class Engine:
         return _Draft(content, finish, calls, [call_id for call_id, _, _ in reply.tool_calls])
 
     def _generate(
-        self, request: Mapping[str, Any], rng: random.Random, function_call: object
+        self, request: Mapping[str, Any], rng: random.Random, conversation: _Conversation
     ) -> _Draft:
-        messages: Sequence[Mapping[str, Any]] = request["messages"]
-        answering = messages[-1].get("role") in ("tool", "function")
-        tools: list[Mapping[str, Any]] = list(request.get("tools") or [])
-        functions: list[Mapping[str, Any]] = list(request.get("functions") or [])
-        choice = request.get("tool_choice", "auto")
-        if tools and choice != "none" and (choice != "auto" or not answering):
-            if isinstance(choice, Mapping):
-                name = choice["function"]["name"]
-                called = [t["function"] for t in tools if t["function"]["name"] == name]
-            elif request.get("parallel_tool_calls") is True:
-                called = [t["function"] for t in tools]
-            else:
-                called = [tools[0]["function"]]
-            calls = [(f["name"], _arguments(f, rng)) for f in called]
-            return _Draft(None, "tool_calls", calls)
-        if functions and not tools and function_call != "none" and not answering:
-            name = function_call.get("name") if isinstance(function_call, Mapping) else None
-            function = next((f for f in functions if f["name"] == name), functions[0])
-            return _Draft(
-                None, "function_call", [(function["name"], _arguments(function, rng))], legacy=True
-            )
-        if answering:
-            return _Draft(_tool_answer(messages, rng), "stop")
-        response_format = request.get("response_format") or {}
-        if response_format.get("type") == "json_object":
-            return _Draft(_json_text(rng), "stop")
-        if response_format.get("type") == "json_schema":
-            return _Draft(_schema_text(response_format["json_schema"], rng), "stop")
-        return _Draft(_prose(rng, 20, 60), "stop")
+        tools = request.get("tools")
+        if tools:
+            choice = request.get("tool_choice", "auto")
+            parallel = request.get("parallel_tool_calls") is True
+            functions = [tool["function"] for tool in tools]
+            called = conversation.functions_to_call(functions, choice, parallel=parallel)
+            if called:
+                return _Draft(None, "tool_calls", [(f["name"], _arguments(f, rng)) for f in called])
+        elif request.get("functions"):
+            choice = conversation.legacy_choice
+            called = conversation.functions_to_call(request["functions"], choice, parallel=False)
+            if called:
+                call = (called[0]["name"], _arguments(called[0], rng))
+                return _Draft(None, "function_call", [call], legacy=True)
+        return _Draft(conversation.answer(request, rng), "stop")
 
 
 def _arguments(function: Mapping[str, Any], rng: random.Random) -> str:
-    return json.dumps(sample_arguments(function.get("parameters"), rng))
+    strict = function.get("strict") is True
+    return json.dumps(sample_arguments(function.get("parameters"), rng, strict=strict))
+
+
+NAMED_TOOL_ROUNDS = 3
+"""How many times a tool named by ``tool_choice`` is called after the last user message
+before the model answers instead (room for a library's re-asks, which send a validation error
+back as the tool's result)."""
+
+
+class _Conversation:
+    """What the fake model reads in a request's messages, once for all its choices: the tools
+    called and the results given since the last user message, and the JSON the prompt asks
+    for."""
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]], function_call: object) -> None:
+        self.messages = messages
+        self.legacy_choice: object = function_call or "auto"
+        """The legacy ``function_call`` in the words of ``tool_choice``."""
+        if isinstance(function_call, Mapping):
+            self.legacy_choice = {"function": {"name": function_call.get("name")}}
+        self.calls: Counter[str] = Counter()
+        self.has_results = False
+        for message in reversed(messages):
+            role = message.get("role")
+            if role == "user":
+                break
+            if role in ("tool", "function"):
+                self.has_results = True
+            elif role == "assistant":
+                for call in message.get("tool_calls") or ():
+                    function = call.get("function") if isinstance(call, Mapping) else None
+                    if isinstance(function, Mapping):
+                        self.calls[str(function.get("name"))] += 1
+                legacy = message.get("function_call")
+                if isinstance(legacy, Mapping):
+                    self.calls[str(legacy.get("name"))] += 1
+        self._prompt: tuple[dict[str, Any] | None, bool] | None = None
+
+    def functions_to_call(
+        self, functions: Sequence[Mapping[str, Any]], choice: object, *, parallel: bool
+    ) -> list[Mapping[str, Any]]:
+        """The functions the reply calls under ``choice`` (empty: the reply answers)."""
+        if choice == "none":
+            return []
+        if isinstance(choice, Mapping):
+            name = choice["function"]["name"]
+            if self.calls[name] >= NAMED_TOOL_ROUNDS:
+                return []
+            return [f for f in functions if f["name"] == name][:1]
+        if choice != "required" and self.has_results:
+            return []
+        waiting = [f for f in functions if f["name"] not in self.calls]
+        return waiting if parallel else waiting[:1]
+
+    def prompt(self) -> tuple[dict[str, Any] | None, bool]:
+        """The JSON schema written in the messages (or None), and whether the prompt asks for
+        the JSON in a code block."""
+        if self._prompt is None:
+            texts = [
+                _content_text(message.get("content"))[0]
+                for message in reversed(self.messages)
+                if message.get("role") in ("system", "developer", "user")
+            ]
+            schema = prompt_schema(texts)
+            self._prompt = (schema, schema is not None and asks_for_code_block(texts))
+        return self._prompt
+
+    def answer(self, request: Mapping[str, Any], rng: random.Random) -> str:
+        """The reply's text when it calls no tool: JSON as ``response_format`` or the prompt
+        asks, else prose (quoting the tool result it follows)."""
+        response_format = request.get("response_format") or {}
+        kind = response_format.get("type")
+        if kind == "json_schema":
+            spec = response_format["json_schema"]
+            if spec.get("schema"):
+                strict = spec.get("strict") is True
+                return json.dumps(sample_schema(spec["schema"], rng, strict=strict))
+        else:
+            schema, fenced = self.prompt()
+            if schema is not None:
+                text = json.dumps(sample_schema(schema, rng, strict=True), ensure_ascii=False)
+                return f"```json\n{text}\n```" if fenced and kind != "json_object" else text
+        last = self.messages[-1]
+        quote = (
+            _tool_answer(self.messages, rng) if last.get("role") in ("tool", "function") else None
+        )
+        if kind in ("json_object", "json_schema"):
+            return _json_text(rng, quote)
+        return quote if quote is not None else _prose(rng, 20, 60)
 
 
 def _finish(
@@ -366,23 +444,16 @@ def _prose(rng: random.Random, low: int, high: int) -> str:
     return " ".join(sentences)
 
 
-def _json_text(rng: random.Random) -> str:
+def _json_text(rng: random.Random, answer: str | None = None) -> str:
+    """A JSON object for ``json_object`` without a schema: ``answer`` (else prose), a
+    confidence, keywords and ``complete``."""
     obj = {
-        "answer": _prose(rng, 8, 20),
+        "answer": _prose(rng, 8, 20) if answer is None else answer,
         "confidence": round(rng.uniform(0.5, 0.99), 2),
         "keywords": [rng.choice(_VOCABULARY[2:28]) for _ in range(rng.randint(1, 4))],
         "complete": True,
     }
     return json.dumps(obj, ensure_ascii=False)
-
-
-def _schema_text(spec: Mapping[str, Any], rng: random.Random) -> str:
-    """A ``json_schema`` response format's reply: a value of its schema (an object without one)."""
-    schema = spec.get("schema")
-    if not schema:
-        return _json_text(rng)
-    value = sample_schema(schema, rng, strict=spec.get("strict") is True)
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _tool_answer(messages: Sequence[Mapping[str, Any]], rng: random.Random) -> str:

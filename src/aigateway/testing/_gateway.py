@@ -85,6 +85,9 @@ class MockGateway:
     API keys and file ids are random; ``fixed_keys=True`` derives them from ``seed`` instead,
     for tests that compare them from run to run (never for a mock others can reach). A body
     over ``max_body_bytes`` is a 413; ``requests`` keeps the last ``max_logged_requests``.
+    A chat request's body fields the gateway does not know are accepted and listed in the
+    reply's ``X-Mock-Unknown-Fields`` header, or, with ``strict_fields=True``, a 400 naming
+    them (a misspelt parameter then fails your test).
     """
 
     base_url: str = DEFAULT_BASE_URL
@@ -103,6 +106,7 @@ class MockGateway:
         fixed_keys: bool = False,
         max_body_bytes: int = 32 * 1024 * 1024,
         max_logged_requests: int = 1_000,
+        strict_fields: bool = False,
     ) -> None:
         if max_body_bytes < 1 or max_logged_requests < 0:
             raise ValueError(
@@ -112,6 +116,9 @@ class MockGateway:
         self.seed = seed
         self.max_body_bytes = max_body_bytes
         """The largest request body answered (in bytes); a larger one is a 413."""
+        self.strict_fields = strict_fields
+        """False: unknown chat body fields are accepted and named in ``X-Mock-Unknown-Fields``;
+        True: they are a 400 naming them."""
         self.stream_pacing = StreamPacing(time_to_first_token, token_delay)
         """How fast streams flow (instant by default); replace it to change the pace."""
         self.clock = clock if clock is not None else MockClock()

@@ -19,8 +19,10 @@ so the tokens limit refuses the requests after the one that went over it. A conc
 is in flight until its reply is complete (for a stream, until its body ends or is closed).
 
 Every admitted reply carries ``X-RateLimit-Limit``/``-Remaining``/``-Reset`` for the requests
-per minute window (for ``paid``, which has none, the tokens window), plus
-``X-RateLimit-Limit-Tokens``/``-Remaining-Tokens`` when tokens are limited. A refusal is a 429
+per minute window (without one: the tokens window, as for ``paid``, else the hour's or the
+day's requests; with no limit at all, as for ``unlimited``, a minute window of `UNLIMITED`
+requests, counted), plus ``X-RateLimit-Limit-Tokens``/``-Remaining-Tokens`` when tokens are
+limited. A refusal is a 429
 (``rate_limit_exceeded``, or ``concurrency_limit_exceeded``) whose ``X-RateLimit-*`` describe the
 exhausted window (remaining 0) and whose ``Retry-After`` is the seconds until it resets. Replies
 that count no request (a 401, a 413, an injected fault) carry `RateLimiter.headers`: the key's
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ._clock import MockClock
 
-__all__ = ["PRESETS", "Admission", "RateLimiter", "RateLimits"]
+__all__ = ["PRESETS", "UNLIMITED", "Admission", "RateLimiter", "RateLimits"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ PRESETS: dict[str, RateLimits] = {
     ),
     "unlimited": RateLimits(),
 }
+
+UNLIMITED = 2**31 - 1
+"""The requests per minute that ``X-RateLimit-Limit`` reports for a key without limits."""
 
 _MINUTE, _HOUR, _DAY = 60, 3_600, 86_400
 _REQUEST_WINDOWS = (
@@ -159,10 +164,10 @@ class RateLimiter:
                     "concurrency_limit_exceeded",
                     f"rate limit reached: {limits.concurrent} concurrent requests for this key",
                 )
-            for name, length, _ in _REQUEST_WINDOWS:
-                if getattr(limits, name) is not None:
-                    start, count = state.counts[length]
-                    state.counts[length] = (start, count + 1)
+            for length in _counted_windows(limits):
+                self._count(state, length, now)  # starts a new window when one has passed
+                start, count = state.counts[length]
+                state.counts[length] = (start, count + 1)
             state.in_flight += 1
             return Admission(True, self._headers(limits, state, now))
 
@@ -176,7 +181,8 @@ class RateLimiter:
             else:
                 limits = self._per_key.get(key, self.default)
                 state = self._state.get(key) or _KeyState()
-            self._count(state, _MINUTE, now)
+            for length in _counted_windows(limits):
+                self._count(state, length, now)
             return self._headers(limits, state, now)
 
     def finish(self, key: str, tokens: int = 0) -> None:
@@ -205,8 +211,9 @@ class RateLimiter:
         return used if window_start == start else 0
 
     def _headers(self, limits: RateLimits, state: _KeyState, now: float) -> dict[str, str]:
+        """The headers of the window described (see the module docstring); the counted
+        windows of ``state`` are current."""
         headers: dict[str, str] = {}
-        reset = str(int(_window_end(now, _MINUTE)))
         if limits.tokens_per_minute is not None:
             left = max(0, limits.tokens_per_minute - self._tokens(state, now))
             headers["x-ratelimit-limit-tokens"] = str(limits.tokens_per_minute)
@@ -214,12 +221,13 @@ class RateLimiter:
             if limits.requests_per_minute is None:
                 headers["x-ratelimit-limit"] = str(limits.tokens_per_minute)
                 headers["x-ratelimit-remaining"] = str(left)
-                headers["x-ratelimit-reset"] = reset
-        if limits.requests_per_minute is not None:
-            _, count = state.counts[_MINUTE]
-            headers["x-ratelimit-limit"] = str(limits.requests_per_minute)
-            headers["x-ratelimit-remaining"] = str(max(0, limits.requests_per_minute - count))
-            headers["x-ratelimit-reset"] = reset
+                headers["x-ratelimit-reset"] = str(int(_window_end(now, _MINUTE)))
+                return headers
+        limit, length = _described_window(limits)
+        _, count = state.counts.get(length, (0.0, 0))
+        headers["x-ratelimit-limit"] = str(limit)
+        headers["x-ratelimit-remaining"] = str(max(0, limit - count))
+        headers["x-ratelimit-reset"] = str(int(_window_end(now, length)))
         return headers
 
     @staticmethod
@@ -236,6 +244,25 @@ class RateLimiter:
             "rate_limit_exceeded",
             f"rate limit reached: {limit} {label} for this key; retry after the reset",
         )
+
+
+def _counted_windows(limits: RateLimits) -> list[int]:
+    """The lengths of the request windows counted for ``limits``: the limited ones, or the
+    minute's when nothing at all is limited (so ``unlimited`` reports requests made)."""
+    lengths = [length for name, length, _ in _REQUEST_WINDOWS if getattr(limits, name) is not None]
+    if not lengths and limits.tokens_per_minute is None:
+        lengths.append(_MINUTE)
+    return lengths
+
+
+def _described_window(limits: RateLimits) -> tuple[int, int]:
+    """(limit, window length) of the request window ``X-RateLimit-*`` describe: the first
+    limited of the minute, hour and day, else `UNLIMITED` per minute."""
+    for name, length, _ in _REQUEST_WINDOWS:
+        limit = getattr(limits, name)
+        if limit is not None:
+            return limit, length
+    return UNLIMITED, _MINUTE
 
 
 def _window_start(now: float, length: int) -> float:

@@ -101,6 +101,11 @@ class RequestContext:
         return self._gateway.replies
 
     @property
+    def strict_fields(self) -> bool:
+        """True: a body field the route does not know is a 400, not just reported."""
+        return self._gateway.strict_fields
+
+    @property
     def pacing(self) -> StreamPacing:
         """How fast streamed replies flow."""
         return self._gateway.stream_pacing

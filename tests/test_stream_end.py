@@ -4,7 +4,6 @@ the blank line) is a normal end; a body cut before ``[DONE]`` still raises."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,21 +20,12 @@ from aigateway import (
 )
 from aigateway._sse import SSEDecoder
 
+from ._local_servers import running
 from .conftest import API_KEY, resolve
+from .test_stream_failures import event
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "hi"}]
-
-
-def event(content: str) -> bytes:
-    chunk = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
-    }
-    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
 BODIES = {
@@ -73,15 +63,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with ThreadingHTTPServer(("127.0.0.1", 0), Handler) as server, running(server):
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 async def read_all(

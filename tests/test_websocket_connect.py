@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
+from ._local_servers import running
 from .conftest import API_KEY, in_process_client, resolve
 
 pytest.importorskip("websockets")
@@ -147,13 +147,8 @@ def busy_server() -> Iterator[str]:
     server = sync_server.serve(
         lambda connection: None, "127.0.0.1", 0, process_request=process_request
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(server):
         yield f"http://127.0.0.1:{server.socket.getsockname()[1]}/v1"
-    finally:
-        server.shutdown()
-        thread.join(5)
 
 
 def test_a_refused_handshake_is_logged_and_counted(

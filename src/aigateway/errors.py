@@ -111,7 +111,7 @@ class AIGatewayError(Exception):
     """
 
     def __reduce__(self) -> tuple[Any, ...]:
-        from ._error_pickle import picklable, restore_error
+        from ._pickling import picklable, restore_error
 
         state = {name: picklable(value) for name, value in self.__dict__.items()}
         return (restore_error, (type(self), self.args, state))

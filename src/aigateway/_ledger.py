@@ -8,14 +8,19 @@ calls can arrive out of order, so a cost may be booked on a neighbouring reply, 
 stays exact from the first balance the client saw. The first reply without a stated cost has
 no earlier balance to compare with: it counts in ``requests`` but adds no credits (it is
 counted in ``uncounted``). A top-up during the client's life is not seen.
+
+Sums are exact: every amount is read as the decimal the gateway wrote (a float's shortest
+repr, as the mock's `to_decimal`) and added as a `Decimal`; the floats shown (``credits``)
+are each the float nearest an exact sum, never a sum of floats.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +51,16 @@ __all__ = [
 ]
 
 _UNKNOWN_MODEL = "(unknown)"
+
+
+def credit_amount(value: object) -> Decimal | None:
+    """A credits value of a reply as the decimal the gateway wrote (``0.1`` is exactly
+    ``Decimal("0.1")``: floats through their shortest repr); None when it is no finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return Decimal(repr(value))
 
 
 def _field(model: object, name: str) -> Any:
@@ -84,23 +99,29 @@ class ModelUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     credits: float = 0.0
+    """Credits spent: the float nearest the exact sum (`UsageLedger.exact_credits` has it)."""
     uncounted: int = 0
     """Replies whose cost could not be known (the first without a stated cost)."""
     failures: dict[str, int] = field(default_factory=dict)
     """Failed calls by error class name (``NotFoundError``...)."""
 
     def _add(self, other: ModelUsage) -> None:
+        """Add ``other``'s counts (not its credits: floats are never summed)."""
         self.requests += other.requests
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
-        self.credits += other.credits
         self.uncounted += other.uncounted
         for name, count in other.failures.items():
             self.failures[name] = self.failures.get(name, 0) + count
 
+    def _copy(self) -> ModelUsage:
+        return replace(self, failures=dict(self.failures))
+
 
 class UsageLedger:
-    """The usage of a client and its copies since it was made; thread- and task-safe."""
+    """The usage of a client and its copies since it was made; thread- and task-safe.
+
+    It pickles as a snapshot of the counts (a worker process can send its usage back)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -120,9 +141,16 @@ class UsageLedger:
 
     @property
     def credits(self) -> float:
-        """Credits spent by every model so far."""
+        """Credits spent by every model so far (the float nearest `exact_credits`)."""
         with self._lock:
             return float(self._spent)
+
+    @property
+    def exact_credits(self) -> Decimal:
+        """Credits spent by every model so far, exactly: the sum, as a `Decimal`, of the
+        amounts the gateway wrote (to the last digit it gave)."""
+        with self._lock:
+            return self._spent
 
     def record_reply(self, reply: object) -> None:
         """Count a reply (a completion, a run result, the last chunk of a stream)."""
@@ -133,11 +161,11 @@ class UsageLedger:
         prompt = getattr(usage, "prompt_tokens", None)
         completion = getattr(usage, "completion_tokens", None)
         stated = _field(usage, "credits")
-        balance = getattr(reply, "remaining_credits", None)
+        raw_balance = getattr(reply, "remaining_credits", None)
+        charge = credit_amount(stated)
+        balance = credit_amount(raw_balance)
         with self._lock:
-            charge = None if stated is None else Decimal(str(stated))
             if balance is not None:
-                balance = Decimal(str(balance))
                 lowest = self._lowest_balance
                 if charge is None and lowest is not None:
                     charge = max(Decimal(0), lowest - balance)
@@ -150,7 +178,6 @@ class UsageLedger:
             entry.prompt_tokens += prompt
             entry.completion_tokens += completion
             if self.pending is not None:
-                raw_balance = getattr(reply, "remaining_credits", None)
                 self.pending.append((model, stated, raw_balance, prompt, completion, ""))
             if charge is None:
                 entry.uncounted += 1
@@ -170,33 +197,42 @@ class UsageLedger:
             if self.pending is not None:
                 self.pending.append((model or _UNKNOWN_MODEL, None, None, 0, 0, name))
 
+    def _copies(self) -> dict[str, ModelUsage]:
+        """A copy of each model's usage (the caller holds the lock)."""
+        return {name: usage._copy() for name, usage in self._models.items()}
+
+    def _snapshot(self) -> tuple[dict[str, ModelUsage], ModelUsage]:
+        """Copies of the usage of each model, and the total, read at one instant."""
+        with self._lock:
+            models = self._copies()
+            spent = self._spent
+        total = ModelUsage(credits=float(spent))
+        for usage in models.values():
+            total._add(usage)
+        return models, total
+
     def by_model(self) -> dict[str, ModelUsage]:
         """A copy of the usage of each model, in first-use order."""
-        with self._lock:
-            return {
-                name: ModelUsage(**{**asdict(usage), "failures": dict(usage.failures)})
-                for name, usage in self._models.items()
-            }
+        return self._snapshot()[0]
 
     def total(self) -> ModelUsage:
         """The usage of every model together."""
-        total = ModelUsage()
-        for usage in self.by_model().values():
-            total._add(usage)
-        return total
+        return self._snapshot()[1]
 
     def as_dict(self) -> dict[str, Any]:
         """``{"models": {model: {...}}, "total": {...}}``, plain values (JSON-ready)."""
+        models, total = self._snapshot()
         return {
-            "models": {name: asdict(usage) for name, usage in self.by_model().items()},
-            "total": asdict(self.total()),
+            "models": {name: asdict(usage) for name, usage in models.items()},
+            "total": asdict(total),
         }
 
     def table(self) -> str:
         """An aligned text table: a row per model and the total."""
         header = ("model", "requests", "failed", "prompt", "completion", "credits")
         rows = [header]
-        for name, usage in [*self.by_model().items(), ("total", self.total())]:
+        models, total = self._snapshot()
+        for name, usage in [*models.items(), ("total", total)]:
             rows.append(
                 (
                     name,
@@ -224,6 +260,22 @@ class UsageLedger:
         total = self.total()
         return f"UsageLedger(requests={total.requests}, credits={total.credits:.6f})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The counts, copied at one instant; not the lock."""
+        with self._lock:
+            state = {
+                **self.__dict__,
+                "_models": self._copies(),
+                "_credits": dict(self._credits),
+                "pending": None if self.pending is None else list(self.pending),
+            }
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 class CreditBudget:
     """At most ``max_credits`` spent from when the budget was set: a call is refused before
@@ -239,14 +291,14 @@ class CreditBudget:
             raise ConfigurationError(f"max_credits must be a number > 0, got {max_credits!r}")
         self.max_credits = float(max_credits)
         self._ledger = ledger
-        self._start = ledger.credits
+        self._start = ledger.exact_credits
         self._lock = threading.Lock()
         self.in_flight = 0
 
     @property
     def spent(self) -> float:
         """Credits spent since the budget was set."""
-        return self._ledger.credits - self._start
+        return float(self._ledger.exact_credits - self._start)
 
     def reserve(self) -> None:
         """Take a place for a call, or raise `BudgetExceededError` (nothing is sent)."""

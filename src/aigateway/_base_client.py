@@ -15,6 +15,7 @@ from ._config import (
     ClientConfig,
     TimeoutTypes,
     check_stream_timeouts,
+    checked_api_key,
     coerce_timeout,
 )
 from ._display import card, field, guarded, plain, rate_limit_text
@@ -129,11 +130,7 @@ class BaseClient(Generic[PipelineT]):
                 transport=transport,  # type: ignore[arg-type]
             )
         configure_from_env()
-        state = ClientState(
-            budget=RequestBudget() if config.wait_for_rate_limit else None, ledger=ledger
-        )
-        if shared_state is not None:
-            state.shared = bind_shared(shared_state, rate_limit, config, state)
+        state = new_state(config, ledger, shared_state=shared_state, rate_limit=rate_limit)
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
         self._pipeline = pipeline_type(
@@ -188,6 +185,7 @@ class BaseClient(Generic[PipelineT]):
     def with_options(
         self,
         *,
+        api_key: str | object = UNCHANGED,
         timeout: TimeoutTypes | object = UNCHANGED,
         max_retries: int | object = UNCHANGED,
         default_headers: Mapping[str, str] | object = UNCHANGED,
@@ -201,6 +199,9 @@ class BaseClient(Generic[PipelineT]):
         limits; settings not given stay as they are.
 
         Args:
+            api_key: Another key: the copy has its own credits, rate-limit values, limiter
+                and usage ledger (``usage``), and shares only the connections and the
+                concurrency limit. Checked as at construction.
             timeout: Seconds, or an `httpx.Timeout`, for every request.
             max_retries: Retries after a failed attempt.
             default_headers: Headers sent with every request (replacing the client's).
@@ -227,7 +228,11 @@ class BaseClient(Generic[PipelineT]):
                 )
             )
         )
-        return self._copy_with(config, retry_policy)
+        if api_key is UNCHANGED:
+            return self._copy_with(config, retry_policy)
+        config = config.with_changes(api_key=checked_api_key(api_key))
+        key_changed = config.api_key != self.config.api_key
+        return self._copy_with(config, retry_policy, key_changed=key_changed)
 
     def _options_config(
         self,
@@ -250,18 +255,34 @@ class BaseClient(Generic[PipelineT]):
             changes["default_headers"] = {**config.default_headers, **default_headers}  # type: ignore[dict-item]
         return config.with_changes(**changes)
 
-    def _copy_with(self, config: ClientConfig, retry: RetryPolicy | None) -> Self:
-        """A client sharing this one's connection pool and memory, with other settings: a new
-        object, so it builds its own resources around its own pipeline."""
+    def _copy_with(
+        self, config: ClientConfig, retry: RetryPolicy | None, *, key_changed: bool = False
+    ) -> Self:
+        """A client sharing this one's connection pool, with other settings: a new object, so
+        it builds its own resources around its own pipeline. It shares this one's memory too,
+        unless ``key_changed``: then it starts the state of its own key (credits, rate limits,
+        ledger, a credit budget of the same size), sharing only the concurrency slots."""
         twin = object.__new__(type(self))
         pipeline = self._pipeline
+        state, credit_budget = pipeline.state, pipeline.credit_budget
+        if key_changed:
+            shared = state.shared
+            state = new_state(
+                config,
+                UsageLedger(),
+                slots=state.slots,
+                shared_state=shared.state if shared is not None else None,
+                rate_limit=shared.rate_limit if shared is not None else None,
+            )
+            if credit_budget is not None:
+                credit_budget = CreditBudget(credit_budget.max_credits, state.ledger)
         twin._pipeline = type(pipeline)(
             config,
             pipeline.http_client,
-            pipeline.state,
+            state,
             retry or pipeline.retry,
             pipeline.transport,
-            pipeline.credit_budget,
+            credit_budget,
         )
         twin._pipeline.observer = pipeline.observer  # tracing stays on (or off)
         twin._owns_http_client = False  # the original closes the shared pool
@@ -314,6 +335,24 @@ def check_shared(shared_state: object, rate_limit: object) -> None:
         raise ConfigurationError(
             f"rate_limit must be an aigateway.RateLimit, got {type(rate_limit).__name__}"
         )
+
+
+def new_state(
+    config: ClientConfig,
+    ledger: UsageLedger,
+    *,
+    slots: threading.BoundedSemaphore | anyio.Semaphore | None = None,
+    shared_state: RedisState | None = None,
+    rate_limit: RateLimit | None = None,
+) -> ClientState:
+    """What a client on ``config``'s key remembers, kept in ``ledger``: a limiter when it waits
+    for rate limits, and its view of ``shared_state`` when there is one."""
+    state = ClientState(
+        budget=RequestBudget() if config.wait_for_rate_limit else None, slots=slots, ledger=ledger
+    )
+    if shared_state is not None:
+        state.shared = bind_shared(shared_state, rate_limit, config, state)
+    return state
 
 
 def bind_shared(

@@ -53,6 +53,25 @@ class Secret:
         return hash(self._value)
 
 
+def checked_api_key(value: object) -> Secret:
+    """The key (a string or a `Secret`) as a `Secret`, or a ConfigurationError saying what a
+    key may hold: it goes in an HTTP header, so visible ASCII characters only (no spaces, line
+    breaks or accents). The message never quotes the value."""
+    key = value.reveal() if isinstance(value, Secret) else value
+    key = key.strip() if isinstance(key, str) else key
+    if not isinstance(key, str) or not key:
+        got = "an empty string" if isinstance(key, str) else type(value).__name__  # never the value
+        raise ConfigurationError(
+            f"api_key must be a non-empty string (a key from the gateway console), got {got}"
+        )
+    if not all("!" <= char <= "~" for char in key):
+        raise ConfigurationError(
+            "api_key may hold visible ASCII characters only (it travels in an HTTP header); "
+            "this one has a space, a control character or a non-ASCII letter"
+        )
+    return Secret(key)
+
+
 def normalize_base_url(raw: str) -> httpx.URL:
     """Check that ``raw`` is an http(s) URL ending in ``/v1`` and return it with a trailing slash.
 
@@ -177,7 +196,7 @@ class ClientConfig:
     ) -> ClientConfig:
         """Merge arguments with the environment and check them; raise ConfigurationError."""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        if not key or not key.strip():
+        if not key or (isinstance(key, str) and not key.strip()):
             raise ConfigurationError(
                 f"no API key: pass api_key=... or set the {API_KEY_ENV} environment variable "
                 "(keys come from the gateway console)"
@@ -201,7 +220,7 @@ class ClientConfig:
         base = normalize_base_url(str(url))
         warn_if_plain_http(base)
         return cls(
-            api_key=Secret(key.strip()),
+            api_key=checked_api_key(key),
             base_url=base,
             timeout=coerce_timeout(timeout),
             max_retries=max_retries,

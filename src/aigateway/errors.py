@@ -12,6 +12,7 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
         ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
         │   └── StructuredOutputError   ``parse``: the content is not JSON of the requested type
         ├── LengthFinishReasonError     ``parse``: the reply was cut by the token limit
+        ├── ResponseTooLargeError   a reply (or one stream event) over its size limit, counted decompressed
         ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
         │   ├── StreamConnectionError   the connection failed mid-stream (also an APIConnectionError)
         │   └── StreamTimeoutError      the stream stalled or ran past its deadline (also an APITimeoutError)
@@ -69,6 +70,7 @@ __all__ = [
     "NotFoundError",
     "RateLimitError",
     "RateLimitInfo",
+    "ResponseTooLargeError",
     "ServiceUnavailableError",
     "SharedStateError",
     "SharedStateWarning",
@@ -247,6 +249,36 @@ class IncompleteStreamError(APIError):
     them all (a long stream would need unbounded memory); it carries ``received``, the number
     of chunks received, ``chunks``, the last few of them (at most 16), and ``partial``, the
     completion rebuilt so far when the stream was read through an accumulator
+class ResponseTooLargeError(APIError):
+    """A reply's body went over a size limit, counted after decompression, so it was not read
+    to its end: the connection was closed instead (a compressed "bomb" of a few kilobytes
+    cannot fill memory).
+
+    ``limit`` is the limit in bytes and ``limit_name`` the setting that holds it
+    (``max_response_bytes`` of the client for a reply read into memory, ``max_bytes`` of a
+    file's ``save()``, ``max_event_size`` for one event of a stream); ``received`` counts the
+    decompressed bytes that had arrived, ``status_code`` and ``headers`` are the reply's.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int,
+        limit_name: str,
+        received: int,
+        status_code: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        request: httpx.Request | None = None,
+    ) -> None:
+        super().__init__(message, request=request)
+        self.limit = limit
+        self.limit_name = limit_name
+        self.received = received
+        self.status_code = status_code
+        self.headers = httpx.Headers(headers)
+
+
     (``client.chat.completions.stream(...)``), else None. A connection cut mid-stream raises
     this error too, with the transport error as ``__cause__``.
     """

@@ -11,7 +11,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final, Union
+from typing import Final, NoReturn, Union
 
 import httpx
 
@@ -29,8 +29,15 @@ DEFAULT_MAX_RETRIES: Final = 2
 TimeoutTypes = Union[float, httpx.Timeout, None]
 
 
+def _refuse_pickling(what: str) -> NoReturn:
+    raise TypeError(
+        f"{what} cannot be pickled: it would write the API key in clear; pass the key to "
+        "each process another way (for example the AIGATEWAY_API_KEY environment variable)"
+    )
+
+
 class Secret:
-    """A string that never shows itself in repr, str or format."""
+    """A string that never shows itself in repr, str or format, and refuses to be pickled."""
 
     __slots__ = ("_value",)
 
@@ -51,6 +58,24 @@ class Secret:
 
     def __hash__(self) -> int:
         return hash(self._value)
+
+    def __reduce__(self) -> NoReturn:
+        _refuse_pickling("aigateway's Secret (the API key)")
+
+
+class SecretText(str):
+    """A header value that holds the key (``Bearer <key>``, the key as a WebSocket
+    subprotocol): a `str` in every use but ``repr``, which reads ``'<redacted>'``. The dicts,
+    lists and header objects the request passes through (ours, aiohttp's, websockets') show
+    their values by repr, so a traceback rendered with locals never prints the key."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'<redacted>'"
+
+    def __reduce__(self) -> NoReturn:
+        _refuse_pickling("a header value holding the API key")
 
 
 def checked_api_key(value: object) -> Secret:
@@ -238,7 +263,7 @@ class ClientConfig:
     def headers(self) -> dict[str, str]:
         """The headers every request carries."""
         own = {
-            "Authorization": f"Bearer {self.api_key.reveal()}",
+            "Authorization": SecretText(f"Bearer {self.api_key.reveal()}"),
             "Accept": "application/json",
             "User-Agent": f"aigateway-python/{__version__}",
         }

@@ -1,6 +1,9 @@
-"""Pickling our errors: the request inside (and the response's) with credentials redacted,
-open streams and anything else that cannot be pickled left out. Imported only when an error
-is pickled, so ``import aigateway`` does not load `pickle`."""
+"""Pickling errors and raw replies (``with_raw_response``): the request inside (and the
+response's) with credentials redacted, open streams and anything else that cannot be pickled
+left out. Imported only when one is pickled, so ``import aigateway`` does not load `pickle`.
+
+Objects that hold a connection refuse to be pickled (`aigateway._closing`), and so does the
+key itself (`aigateway._config.Secret`)."""
 
 from __future__ import annotations
 

@@ -55,6 +55,13 @@ class RawResponse(_ReplyInfo, Generic[T]):
         """The typed result, as the method without ``with_raw_response`` would return it."""
         return self._parsed
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with the reply's request redacted (its ``Authorization`` header holds the
+        key) and without the connection's stream."""
+        from ._pickling import picklable
+
+        return (RawResponse, (picklable(self.http_response), self.attempts, self._parsed))
+
 
 class _StreamedBase(_ReplyInfo):
     def __init__(

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from ._config import SecretText
+
 __all__ = ["AutoTransport", "backend_for"]
 
 ASYNCIO_BACKEND: str | None = None
@@ -71,6 +73,7 @@ def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:
         them: a dropped connection is a connection error, not a connect timeout."""
 
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            request.headers = CredentialHeaders(request.headers)
             try:
                 response = await super().handle_async_request(request)
             except Exception as exc:
@@ -80,6 +83,21 @@ def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:
             return response
 
     return AiohttpPool(*args, **options)
+
+
+class CredentialHeaders(httpx.Headers):
+    """A request's headers as aiohttp reads them (``items()``), the credentials as
+    `SecretText`: aiohttp copies them into plain strings of its own, and a traceback rendered
+    with locals after a failed request would show the key in its frames."""
+
+    def items(self) -> Any:
+        return [
+            (name, SecretText(value) if name in _CREDENTIALS else value)
+            for name, value in super().items()
+        ]
+
+
+_CREDENTIALS = frozenset({"authorization", "proxy-authorization"})
 
 
 class _Body(httpx.AsyncByteStream):

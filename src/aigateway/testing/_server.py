@@ -8,12 +8,15 @@ goes back to its former mode, without jumping back in time, when the server stop
 
 uvicorn's h11 protocol is given the ``aigateway.cut`` scope extension, which closes the
 connection, so dropped connections are acted out without an error in the server's log.
-uvicorn's loggers are left to the application's logging configuration.
+uvicorn's loggers are left to the application's logging configuration, less the keys: while
+serving, its ``uvicorn.error`` logger writes the credential headers of WebSocket handshakes
+(where clients send their key) as ``<redacted>``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 import threading
@@ -33,6 +36,27 @@ __all__ = ["ClockMode", "is_loopback", "serve", "server_config"]
 ClockMode = Literal["wall", "manual"]
 
 
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "sec-websocket-protocol"})
+"""Headers that carry a key: ``Authorization``, or the subprotocol pair (``Authorization``, key)."""
+
+
+class _CredentialFilter(logging.Filter):
+    """Writes the value of a credential header as ``<redacted>`` in the ``websockets``
+    library's handshake lines (``"< %s: %s"``, name and value), which uvicorn logs at DEBUG
+    on its ``uvicorn.error`` logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            isinstance(args, tuple)
+            and len(args) == 2
+            and isinstance(args[0], str)
+            and args[0].lower() in _CREDENTIAL_HEADERS
+        ):
+            record.args = (args[0], "<redacted>")
+        return True
+
+
 def _uvicorn() -> Any:
     return require("uvicorn", "server", "serving the mock gateway over HTTP")
 
@@ -50,17 +74,9 @@ def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
         log_config=None,
         access_log=False,  # log_level="warning" silences it anyway; this skips building it
         http=_cuttable_h11_protocol(),
-        ws=_websocket_implementation(uvicorn.__version__),
+        ws="websockets-sansio",
         timeout_graceful_shutdown=2,
     )
-
-
-def _websocket_implementation(uvicorn_version: str) -> str:
-    """The ``ws`` implementation uvicorn serves the mock's WebSocket with: the sans-I/O one from
-    uvicorn 0.50.1, its older one before (0.35 to 0.50.0 have the sans-I/O one but read the
-    offered subprotocols as one, so a key sent as the second went unseen)."""
-    release = tuple(int(part) for part in uvicorn_version.split(".")[:3] if part.isdigit())
-    return "websockets-sansio" if release >= (0, 50, 1) else "websockets"
 
 
 def _cuttable_h11_protocol() -> type:
@@ -146,6 +162,9 @@ def serve(
     else:
         gateway.clock.freeze()
     server = _Server(config)
+    credentials = _CredentialFilter()
+    server_log = logging.getLogger("uvicorn.error")
+    server_log.addFilter(credentials)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="aigateway-mock-server", daemon=True
     )
@@ -160,6 +179,7 @@ def serve(
         server.should_exit = True
         if thread.is_alive():
             thread.join()
+        server_log.removeFilter(credentials)
         sock.close()
         if was_manual:
             gateway.clock.freeze()

@@ -52,6 +52,15 @@ class MediaFile(BaseModel):
         of them (done for you on results a client returned)."""
         self._fetch = fetch
 
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickled without the client it fetches with (a connection, and the API key): an
+        unpickled result keeps the bytes already read and is bound again with `bind`."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private and private.get("_fetch") is not None:
+            state["__pydantic_private__"] = {**private, "_fetch": None}
+        return state
+
     def _decoded(self) -> bytes | None:
         try:
             decoded = decode_data_url(self.file_url)

@@ -74,9 +74,17 @@ def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
         log_config=None,
         access_log=False,  # log_level="warning" silences it anyway; this skips building it
         http=_cuttable_h11_protocol(),
-        ws="websockets-sansio",
+        ws=_websocket_implementation(uvicorn.__version__),
         timeout_graceful_shutdown=2,
     )
+
+
+def _websocket_implementation(uvicorn_version: str) -> str:
+    """The ``ws`` implementation uvicorn serves the mock's WebSocket with: the sans-I/O one from
+    uvicorn 0.50.1, its older one before (0.35 to 0.50.0 have the sans-I/O one but read the
+    offered subprotocols as one, so a key sent as the second went unseen)."""
+    release = tuple(int(part) for part in uvicorn_version.split(".")[:3] if part.isdigit())
+    return "websockets-sansio" if release >= (0, 50, 1) else "websockets"
 
 
 def _cuttable_h11_protocol() -> type:

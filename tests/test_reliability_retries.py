@@ -274,7 +274,7 @@ async def test_an_act_with_an_idempotency_key_is_retried_with_the_same_key(
     reliable: Client | AsyncClient, gateway: respx.Router
 ) -> None:
     route = gateway.post("/run")
-    route.side_effect = [failing(503), respx.MockResponse(200, json={"ok": True})]
+    route.side_effect = [failing(503), respx.MockResponse(200, content=b'{"ok":true}')]
     key = new_idempotency_key()
     assert await send(reliable, side_effect_call(idempotency_key=key)) == b'{"ok":true}'
     assert [call.request.headers["idempotency-key"] for call in route.calls] == [key, key]

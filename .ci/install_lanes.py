@@ -1,29 +1,51 @@
-"""Packaging check: build the sdist and the wheel, check them, install the wheel in a fresh venv.
+"""The install users get, checked in fresh virtual environments beside the development suite.
 
-    python .ci/package_check.py
+    python .ci/install_lanes.py                   # every lane
+    python .ci/install_lanes.py plain lowest      # only these (the package is always built)
 
-1. ``python -m build`` (the wheel is built from the sdist, so a file missing from the sdist
-   breaks the wheel) and ``twine check --strict``.
-2. The sdist holds what a rebuild and a test run need (LICENSE, README, CHANGELOG, the tests,
-   the docs); the wheel holds ``py.typed``, the pytest plugin module, the license and the
-   entry points.
-3. A fresh venv gets the wheel with the ``server`` extra (dependencies from the package index)
-   and, from a directory outside the checkout, runs examples/quickstart.py, then starts
-   ``aigateway mock serve`` as the docs say and lists the models through it.
+The package is built first (``python -m build``: the wheel is built from the sdist, so a file
+missing from the sdist breaks the wheel), checked with ``twine check --strict`` and for its
+contents. Then each lane makes its own virtual environment with uv, under one temporary
+directory, installs the wheel there from the package index and runs, from outside the
+checkout:
+
+- ``plain``: the wheel without extras, and pytest: the smoke suite (``tests/smoke``, copied out
+  of the checkout: the public API against a stand-in gateway made of the standard library;
+  every extra's feature raises an ImportError naming the extra) and examples/quickstart.py.
+- ``server``, ``ws``, ``progress``, ``redis``, ``otel``: the wheel with that extra alone, the
+  smoke suite again (now the extra's feature works); ``server`` also starts
+  ``aigateway mock serve`` as the docs say and lists the models through it. ``ray`` has no lane
+  of its own: Ray Data brings some 200 MB (ray, pyarrow, pandas) and a cluster that takes tens
+  of seconds to start on two cores, for a feature the development suite runs on a real local
+  cluster (tests/test_batch_ray.py); the plain lane checks its missing-extra error.
+- ``lowest``: the wheel with every extra but ``ray`` at the lowest versions ``pyproject.toml``
+  allows (``uv pip install --resolution lowest-direct``), the test tools at whatever versions
+  fit them, and the client's tests from the checkout (``.ci/client_tests.txt``) with the
+  smoke suite, against the installed wheel.
+
+Lanes run two at a time (``--jobs``); each one's output is printed when it ends.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+EXTRA_LANES = ["server", "ws", "progress", "redis", "otel"]
+LANES = ["plain", *EXTRA_LANES, "lowest"]
+TEST_TOOLS = ["pytest", "pytest-timeout", "respx", "hypothesis", "trio"]
+"""What the client's tests need besides the package (the dev extra without the linters)."""
+LANE_TIMEOUT = 600
 
 SDIST_NEEDS = [
     "LICENSE",
@@ -33,6 +55,7 @@ SDIST_NEEDS = [
     "src/aigateway/py.typed",
     "src/_aigateway_pytest.py",
     "tests/conftest.py",
+    "tests/smoke/conftest.py",
     "docs/index.md",
     "docs/.snippets/run-without-a-key.md",
     "examples/quickstart.py",
@@ -40,39 +63,118 @@ SDIST_NEEDS = [
 WHEEL_NEEDS = ["aigateway/py.typed", "aigateway/__init__.py", "_aigateway_pytest.py"]
 
 
-def run(*argv: str | Path, **options: object) -> subprocess.CompletedProcess[str]:
-    print("$", " ".join(str(arg) for arg in argv), flush=True)
-    return subprocess.run([str(arg) for arg in argv], check=True, text=True, **options)  # type: ignore[call-overload, no-any-return]
+class Lane:
+    """One lane's virtual environment and its log; commands run with the checkout out of reach."""
+
+    def __init__(self, name: str, work: Path) -> None:
+        self.name = name
+        self.dir = work / name
+        self.dir.mkdir()
+        self.log: list[str] = []
+        self.env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
+            and not key.startswith("AIGATEWAY_")
+        }
+        self.env["UV_PYTHON_DOWNLOADS"] = "never"  # the interpreter running this script, only
+        self.python = self.dir / "venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
+
+    def run(self, *argv: str | Path, cwd: Path | None = None, **env: str) -> str:
+        """Run a command, log it with its output, raise when it fails; return its stdout."""
+        self.log.append("$ " + " ".join(str(arg) for arg in argv))
+        done = subprocess.run(
+            [str(arg) for arg in argv],
+            cwd=cwd or self.dir,
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=LANE_TIMEOUT,
+        )
+        self.log.append((done.stdout + done.stderr).rstrip())
+        if done.returncode:
+            raise RuntimeError(f"exit status {done.returncode}")
+        return done.stdout
+
+    def uv(self, *argv: str | Path) -> str:
+        return self.run(sys.executable, "-m", "uv", *argv)
+
+    def install(self, *requirements: str | Path, lowest: bool = False) -> None:
+        """A fresh venv with ``requirements`` (uv's arguments; ``lowest``: the lowest versions
+        they allow)."""
+        if not self.python.exists():
+            self.uv("venv", "--quiet", "--python", sys.executable, self.dir / "venv")
+        resolution = ["--resolution", "lowest-direct"] if lowest else []
+        self.uv("pip", "install", "--quiet", "--python", self.python, *resolution, *requirements)
+
+    def check_the_wheel_is_imported(self, cwd: Path) -> None:
+        where = self.run(self.python, "-c", "import aigateway; print(aigateway.__file__)", cwd=cwd)
+        imported = Path(where.strip())
+        assert imported.is_relative_to(self.dir / "venv"), f"imported {imported}, not the wheel"
+
+    def smoke(self, extras: list[str]) -> None:
+        """The smoke suite, copied out of the checkout, against this lane's install."""
+        suite = self.dir / "suite"
+        shutil.copytree(ROOT / "tests" / "smoke", suite / "smoke")
+        self.check_the_wheel_is_imported(suite)
+        # warnings as errors, as pyproject.toml has them for the development suite
+        warnings = ["error::ResourceWarning", "error::pytest.PytestUnraisableExceptionWarning"]
+        self.run(
+            self.python,
+            *PYTEST,
+            *[option for warning in warnings for option in ("-W", warning)],
+            "smoke",
+            cwd=suite,
+            AIGATEWAY_SMOKE_EXTRAS=",".join(extras),
+        )
 
 
-def check_contents(sdist: Path, wheel: Path) -> None:
-    with tarfile.open(sdist) as archive:
-        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    missing = [name for name in SDIST_NEEDS if name not in names]
-    assert not missing, f"{sdist.name} lacks {missing}"
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-        info = wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"
-        entry_points = archive.read(f"{info}/entry_points.txt").decode()
-    missing = [name for name in [*WHEEL_NEEDS, f"{info}/licenses/LICENSE"] if name not in names]
-    assert not missing, f"{wheel.name} lacks {missing}"
-    assert "aigateway = aigateway.cli:main" in entry_points, entry_points
-    assert "aigateway = _aigateway_pytest" in entry_points, entry_points
-    print(f"contents ok: {len(names)} files in the wheel")
+PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
-def serve_and_list_models(venv_bin: Path, env: dict[str, str], cwd: Path) -> None:
+def plain(lane: Lane, wheel: Path) -> None:
+    lane.install(wheel, "pytest")
+    lane.smoke([])
+    reply = lane.run(lane.python, ROOT / "examples" / "quickstart.py")
+    assert reply.strip(), "examples/quickstart.py printed nothing"
+
+
+def extra(lane: Lane, wheel: Path) -> None:
+    lane.install(f"{wheel}[{lane.name}]", "pytest")
+    lane.smoke([lane.name])
+    if lane.name == "server":
+        serve_and_list_models(lane)
+
+
+def lowest(lane: Lane, wheel: Path) -> None:
+    # The requirements read from pyproject.toml, not the wheel's: uv takes the lowest versions
+    # of the requirements it is given, and a wheel's own are not among them.
+    extras = [option for name in EXTRA_LANES for option in ("--extra", name)]
+    lane.install("-r", ROOT / "pyproject.toml", *extras, wheel, lowest=True)
+    # The test tools at versions that fit the package's floors, without moving any of them.
+    constraints = lane.dir / "installed.txt"
+    constraints.write_text(lane.uv("pip", "freeze", "--python", lane.python))
+    lane.uv("pip", "install", "--quiet", "--python", lane.python, "-c", constraints, *TEST_TOOLS)
+    lane.log.append(constraints.read_text().rstrip())
+    lane.check_the_wheel_is_imported(ROOT)
+    tests = (ROOT / ".ci" / "client_tests.txt").read_text().split()
+    # pyproject.toml's pytest settings apply (warnings as errors, with their exceptions)
+    lane.run(lane.python, *PYTEST, *tests, cwd=ROOT, AIGATEWAY_SMOKE_EXTRAS=",".join(EXTRA_LANES))
+
+
+def serve_and_list_models(lane: Lane) -> None:
     """`aigateway mock serve` from the installed extra, used by the installed CLI."""
+    bin_dir = lane.python.parent
     serve = subprocess.Popen(
-        [venv_bin / "aigateway", "mock", "serve", "--port", "0"],
-        env=env,
-        cwd=cwd,
+        [bin_dir / "aigateway", "mock", "serve", "--port", "0"],
+        env=lane.env,
+        cwd=lane.dir,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert serve.stdout is not None
-        served = dict(env)
+        served = {}
         for line in serve.stdout:
             if line.startswith("export "):
                 key, _, value = line.removeprefix("export ").strip().partition("=")
@@ -80,55 +182,84 @@ def serve_and_list_models(venv_bin: Path, env: dict[str, str], cwd: Path) -> Non
             if line.startswith("Press Ctrl-C"):
                 break
         assert "AIGATEWAY_BASE_URL" in served, "aigateway mock serve printed no export lines"
-        models = run(venv_bin / "aigateway", "models", env=served, cwd=cwd, capture_output=True)
-        assert "gpt-4o-mini" in models.stdout.split(), models.stdout
-        print(f"served mock ok: {len(models.stdout.split())} models")
+        models = lane.run(bin_dir / "aigateway", "models", **served)
+        assert "gpt-4o-mini" in models.split(), models
+        lane.log.append(f"served mock ok: {len(models.split())} models")
     finally:
         serve.terminate()
         serve.wait(timeout=10)
-        if serve.stdout is not None:
-            serve.stdout.close()
+        serve.stdout.close()  # type: ignore[union-attr]
+
+
+def build(work: Path) -> Path:
+    """Build the sdist and the wheel, check them; the wheel's path."""
+    dist = work / "dist"
+    run(sys.executable, "-m", "build", "--outdir", dist, ROOT, stdout=subprocess.DEVNULL)
+    sdist, wheel = sorted(dist.glob("*.tar.gz"))[0], sorted(dist.glob("*.whl"))[0]
+    run(sys.executable, "-m", "twine", "check", "--strict", sdist, wheel)
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    missing = [name for name in SDIST_NEEDS if name not in names]
+    assert not missing, f"{sdist.name} lacks {missing}"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"
+        entry_points = archive.read(f"{info}/entry_points.txt").decode()
+    missing = [name for name in [*WHEEL_NEEDS, f"{info}/licenses/LICENSE"] if name not in names]
+    assert not missing, f"{wheel.name} lacks {missing}"
+    assert "aigateway = aigateway.cli:main" in entry_points, entry_points
+    assert "aigateway = _aigateway_pytest" in entry_points, entry_points
+    print(f"contents ok: {len(names)} files in the wheel", flush=True)
+    return wheel
+
+
+def run(*argv: str | Path, **options: object) -> subprocess.CompletedProcess[str]:
+    print("$", " ".join(str(arg) for arg in argv), flush=True)
+    return subprocess.run([str(arg) for arg in argv], check=True, text=True, **options)  # type: ignore[call-overload, no-any-return]
+
+
+def run_lane(name: str, work: Path, wheel: Path) -> tuple[str, bool, float, str]:
+    """Run lane ``name``; its name, whether it passed, its time and its log."""
+    started = time.monotonic()
+    lane = Lane(name, work)
+    steps = {"plain": plain, "lowest": lowest}.get(name, extra)
+    try:
+        steps(lane, wheel)
+        passed = True
+    except Exception as exc:  # the lane failed: its log says where
+        lane.log.append(f"FAILED: {type(exc).__name__}: {exc}")
+        passed = False
+    return name, passed, time.monotonic() - started, "\n".join(lane.log)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lanes", nargs="*", metavar="LANE", help=f"any of {', '.join(LANES)}")
+    parser.add_argument("--jobs", type=int, default=2, help="lanes run at once (default 2)")
+    arguments = parser.parse_args()
+    unknown = set(arguments.lanes) - set(LANES)
+    if unknown:
+        parser.error(f"no lane {', '.join(sorted(unknown))}: the lanes are {', '.join(LANES)}")
+    names = arguments.lanes or LANES
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="aigateway-package-") as scratch:
+    times: list[str] = []
+    failed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="aigateway-lanes-") as scratch:
         work = Path(scratch)
-        dist = work / "dist"
-        run(sys.executable, "-m", "build", "--outdir", dist, ROOT, stdout=subprocess.DEVNULL)
-        sdist, wheel = sorted(dist.glob("*.tar.gz"))[0], sorted(dist.glob("*.whl"))[0]
-        run(sys.executable, "-m", "twine", "check", "--strict", sdist, wheel)
-        check_contents(sdist, wheel)
-
-        # The installed wheel only: no checkout on the path, no gateway variables.
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
-            and not key.startswith("AIGATEWAY_")
-        }
-        run(sys.executable, "-m", "venv", work / "venv")
-        bin_dir = work / "venv" / ("Scripts" if os.name == "nt" else "bin")
-        python = bin_dir / "python"
-        run(python, "-m", "pip", "install", "--quiet", f"{wheel}[server]", env=env)
-        outside = work / "elsewhere"
-        outside.mkdir()
-        where = run(
-            python,
-            "-c",
-            "import aigateway; print(aigateway.__file__)",
-            env=env,
-            cwd=outside,
-            capture_output=True,
-        ).stdout.strip()
-        assert Path(where).is_relative_to(work / "venv"), f"imported {where}, not the wheel"
-        reply = run(
-            python, ROOT / "examples" / "quickstart.py", env=env, cwd=outside, capture_output=True
-        )
-        assert reply.stdout.strip(), "examples/quickstart.py printed nothing"
-        print(reply.stdout.strip())
-        serve_and_list_models(bin_dir, env, outside)
-    print(f"package check passed in {time.monotonic() - started:.0f} s")
+        wheel = build(work)
+        print(f"--- built in {time.monotonic() - started:.0f} s", flush=True)
+        with ThreadPoolExecutor(max_workers=arguments.jobs) as pool:
+            lanes = [pool.submit(run_lane, name, work, wheel) for name in names]
+            for lane in as_completed(lanes):
+                name, passed, seconds, log = lane.result()
+                print(f"--- lane {name}: {'passed' if passed else 'FAILED'} in {seconds:.0f} s")
+                print(log, flush=True)
+                times.append(f"{name} {seconds:.0f} s")
+                if not passed:
+                    failed.append(name)
+    print(f"--- install lanes: {', '.join(times)}; {time.monotonic() - started:.0f} s in all")
+    if failed:
+        sys.exit(f"install lanes failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

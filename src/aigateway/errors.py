@@ -242,13 +242,6 @@ class LengthFinishReasonError(APIError):
         self.completion = completion
 
 
-class IncompleteStreamError(APIError):
-    """A stream ended (or was cut) before the gateway said it was done (``data: [DONE]``).
-
-    Every chunk before the cut was already handed to the caller, so the error does not hold
-    them all (a long stream would need unbounded memory); it carries ``received``, the number
-    of chunks received, ``chunks``, the last few of them (at most 16), and ``partial``, the
-    completion rebuilt so far when the stream was read through an accumulator
 class ResponseTooLargeError(APIError):
     """A reply's body went over a size limit, counted after decompression, so it was not read
     to its end: the connection was closed instead (a compressed "bomb" of a few kilobytes
@@ -279,6 +272,13 @@ class ResponseTooLargeError(APIError):
         self.headers = httpx.Headers(headers)
 
 
+class IncompleteStreamError(APIError):
+    """A stream ended (or was cut) before the gateway said it was done (``data: [DONE]``).
+
+    Every chunk before the cut was already handed to the caller, so the error does not hold
+    them all (a long stream would need unbounded memory); it carries ``received``, the number
+    of chunks received, ``chunks``, the last few of them (at most 16), and ``partial``, the
+    completion rebuilt so far when the stream was read through an accumulator
     (``client.chat.completions.stream(...)``), else None. A connection cut mid-stream raises
     this error too, with the transport error as ``__cause__``.
     """

@@ -6,14 +6,25 @@ leaves open and the returned `PendingStatement` commits once the call is paid (o
 Whatever a caller sends, it stays in its box:
 
 * no file access: ``ATTACH`` and ``DETACH`` (and so ``VACUUM INTO``), extension loading and
-  temporary objects are refused by an authorizer, and temporary storage stays in memory;
+  temporary objects are refused by an authorizer (sorts and ``DISTINCT`` that outgrow a small
+  cache spill to SQLite's own anonymous temporary files, not to memory);
 * no transaction control: ``BEGIN``, ``COMMIT``, ``ROLLBACK``, ``END``, ``SAVEPOINT`` and
   ``RELEASE`` are refused (each call is already one transaction), and the database's lock is
   released whatever happens; a call that waits too long for it is a 409;
-* bounded time and memory: a statement is stopped after ``statement_timeout`` seconds of wall
-  time, a database holds at most `MAX_DATABASE_BYTES`, a value at most `MAX_VALUE_BYTES`, and
-  a reply at most `MAX_ROWS` rows and `MAX_RESULT_BYTES`;
+* bounded time: a statement is stopped after ``statement_timeout`` seconds of wall time (a
+  progress handler, between SQLite's instructions), and the functions whose one call SQLite
+  cannot stop (``printf``, ``format``, ``instr``, ``replace``, ``trim``) are replaced by
+  bounded ones (`_sql_functions`);
+* bounded memory: SQLite's limits (`LIMITS`: a value at most `MAX_VALUE_BYTES`, the
+  statement at most `MAX_SQL_BYTES`, expressions at most 100 deep, LIKE patterns at most 100
+  characters...), a database at most ``max_bytes`` (its quota, `MAX_DATABASE_BYTES` by
+  default; over it is a 403 ``quota_exceeded``, and what is deleted is given back), a reply at
+  most `MAX_ROWS` rows and `MAX_RESULT_BYTES`;
 * ``PRAGMA`` only reads settings and the schema (``table_info``, ``index_list``...).
+
+SQLite's limits need Python 3.11 (``Connection.setlimit``); on Python 3.10 the sandbox runs
+without them: the time limit, the bounded functions and the database size still hold, a
+single value is bounded only by the time it takes to build.
 
 A refused statement raises `SqlRefused`, whose message is for the caller.
 """
@@ -26,10 +37,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._sql_functions import install as install_bounded_functions
+
 __all__ = [
+    "LIMITS",
     "MAX_DATABASE_BYTES",
     "MAX_RESULT_BYTES",
     "MAX_ROWS",
+    "MAX_SQL_BYTES",
     "MAX_VALUE_BYTES",
     "PendingStatement",
     "SqlDatabase",
@@ -38,15 +53,29 @@ __all__ = [
 
 MAX_ROWS = 1_000
 """The most rows one call returns; more is a 400 (add a ``LIMIT``)."""
-MAX_RESULT_BYTES = 8 * 1024 * 1024
+MAX_RESULT_BYTES = 4 * 1024 * 1024
 """The most text and blob bytes one call returns."""
 MAX_VALUE_BYTES = 1024 * 1024
 """The largest string or blob a statement may make (from Python 3.11)."""
-MAX_DATABASE_BYTES = 64 * 1024 * 1024
-"""The most one account's database may hold."""
+MAX_SQL_BYTES = 1024 * 1024
+"""The longest statement (from Python 3.11)."""
+MAX_DATABASE_BYTES = 16 * 1024 * 1024
+"""The most one database holds unless its account's quota says otherwise."""
+LIMITS = {
+    "SQLITE_LIMIT_LENGTH": MAX_VALUE_BYTES,
+    "SQLITE_LIMIT_SQL_LENGTH": MAX_SQL_BYTES,
+    "SQLITE_LIMIT_COLUMN": 500,
+    "SQLITE_LIMIT_EXPR_DEPTH": 100,
+    "SQLITE_LIMIT_COMPOUND_SELECT": 50,
+    "SQLITE_LIMIT_VDBE_OP": 100_000,
+    "SQLITE_LIMIT_FUNCTION_ARG": 100,
+    "SQLITE_LIMIT_ATTACHED": 0,
+    "SQLITE_LIMIT_LIKE_PATTERN_LENGTH": 100,
+    "SQLITE_LIMIT_VARIABLE_NUMBER": 1_000,
+    "SQLITE_LIMIT_TRIGGER_DEPTH": 10,
+}
+"""SQLite's run-time limits on every sandboxed connection (``sqlite3_limit``)."""
 
-_SQLITE_LIMIT_LENGTH = 0
-"""``sqlite3.SQLITE_LIMIT_LENGTH`` (named in the module from Python 3.11)."""
 _PAGE_BYTES = 4096
 _PROGRESS_STEPS = 1_000
 """SQLite instructions between two looks at the clock."""
@@ -82,12 +111,15 @@ class SqlRefused(Exception):
 class SqlDatabase:
     """One account's in-memory SQLite database of one service, sandboxed; thread-safe."""
 
-    def __init__(self, statement_timeout: float = 1.0) -> None:
+    def __init__(self, statement_timeout: float = 1.0, max_bytes: int = MAX_DATABASE_BYTES) -> None:
         self.statement_timeout = statement_timeout
         """Seconds of wall time a statement may run before it is stopped (a 400)."""
+        self.max_bytes = max_bytes
+        """The most the database may hold, from its next statement on (a 403 over it)."""
+        self._applied_max_bytes = -1
         self._lock = threading.Lock()
         self._guarding = False
-        self._denied = ""
+        self._refused: SqlRefused | None = None
         self._deadline = 0.0
         # no statement cache: each statement is authorized as it is prepared
         connection = sqlite3.connect(":memory:", check_same_thread=False, cached_statements=0)
@@ -96,9 +128,11 @@ class SqlDatabase:
             connection.enable_load_extension(False)
         set_limit = getattr(connection, "setlimit", None)  # Python 3.11 and later
         if set_limit is not None:
-            set_limit(_SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        connection.execute("PRAGMA temp_store = MEMORY")
-        connection.execute(f"PRAGMA max_page_count = {MAX_DATABASE_BYTES // _PAGE_BYTES}")
+            for name, value in LIMITS.items():
+                set_limit(getattr(sqlite3, name), value)
+        connection.execute("PRAGMA temp_store = FILE")  # sorts spill to disk, not to memory
+        connection.execute("PRAGMA auto_vacuum = FULL")  # what is deleted is given back
+        install_bounded_functions(connection, MAX_VALUE_BYTES, self._refuse_function)
         connection.set_authorizer(self._authorize)
         connection.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
         self._connection = connection
@@ -113,6 +147,10 @@ class SqlDatabase:
                 "the database is busy with another call of this account; retry", "busy", 409
             )
         try:
+            if self.max_bytes != self._applied_max_bytes:
+                pages = max(1, self.max_bytes // _PAGE_BYTES)
+                self._connection.execute(f"PRAGMA max_page_count = {pages}")
+                self._applied_max_bytes = self.max_bytes
             self._connection.execute("BEGIN")
             try:
                 result = self._execute(sql, params, read_only)
@@ -130,7 +168,7 @@ class SqlDatabase:
         connection = self._connection
         if read_only:
             connection.execute("PRAGMA query_only = ON")
-        self._denied = ""
+        self._refused = None
         self._deadline = time.monotonic() + self.statement_timeout
         try:
             before = connection.total_changes
@@ -151,14 +189,24 @@ class SqlDatabase:
         return {"columns": columns, "rows": rows, "row_count": len(rows), "rows_affected": affected}
 
     def _refusal(self, exc: BaseException, read_only: bool) -> SqlRefused:
-        if self._denied:
-            return SqlRefused(self._denied, "not_allowed")
+        if self._refused is not None:
+            return self._refused
         if self._deadline and time.monotonic() >= self._deadline:
             message = f"the statement ran longer than {self.statement_timeout:g} s and was stopped"
             return SqlRefused(message, "statement_timeout")
         if read_only and "readonly" in str(exc).replace(" ", ""):
             return SqlRefused(str(exc), "read_only")
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "is full" in str(exc):
+            message = (
+                f"the database would hold more than its {self._applied_max_bytes} bytes "
+                "(this account's database_bytes quota); delete or drop some of it, or raise "
+                "the quota (PUT /_mock/accounts/{key}/quota)"
+            )
+            return SqlRefused(message, "quota_exceeded", 403)
         return SqlRefused(str(exc))
+
+    def _refuse_function(self, message: str) -> None:
+        self._refused = SqlRefused(message, "value_too_large")
 
     def _finish(self, statement: str) -> None:
         """End the open transaction with ``statement`` and release the database."""
@@ -185,7 +233,7 @@ class SqlDatabase:
         elif action == sqlite3.SQLITE_FUNCTION and (detail or "").lower() in _DENIED_FUNCTIONS:
             denied = f"the function {detail}() is not allowed"
         if denied:
-            self._denied = denied
+            self._refused = SqlRefused(denied, "not_allowed")
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 

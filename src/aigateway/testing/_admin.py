@@ -14,6 +14,10 @@ admin token as ``Authorization: Bearer <gateway.admin_token>``; JSON in and out:
     POST   /_mock/accounts                 a new one: {"credits": 5} -> {"id", "key", "credits"}
     GET    /_mock/accounts/{key}           one account
     PUT    /_mock/accounts/{key}/credits   {"credits": 3}
+    GET    /_mock/accounts/{key}/quota     its quota and what it uses of it
+    PUT    /_mock/accounts/{key}/quota     {"files": 10} (the fields sent change, the rest stay)
+    GET    /_mock/quota                    the default quota of accounts without their own
+    PUT    /_mock/quota                    {"storage_bytes": 1048576} (the same, for it)
     PUT    /_mock/rate-limits              {"preset": "free_plan", "key": "..."} (no key: all)
     POST   /_mock/replies                  script the next chat reply (``enqueue_reply``)
     GET    /_mock/requests?limit=50        the latest requests: method, path, status, id, time
@@ -28,9 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import threading
-from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._accounts import FREE_TIER_CREDITS, Account
@@ -41,6 +42,7 @@ from ._admin_bodies import (
     CreditsChange,
     NewAccount,
     PacingChange,
+    QuotaChange,
     RateLimitsChange,
     ReplyScript,
     bad_request,
@@ -50,65 +52,24 @@ from ._admin_bodies import (
 from ._engine import ScriptedReply
 from ._faults import DeliveryFault
 from ._ratelimits import resolve_limits
+from ._request_log import LOG_SIZE, RequestLog
 from ._routes import INVALID, Handler, RequestContext
-from ._wire import MockRequest, MockResponse, error_response, json_response
+from ._wire import MockResponse, error_response, json_response
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
 
-__all__ = ["ADMIN_PREFIX", "RequestLog", "add_admin_routes", "is_admin_path"]
+__all__ = ["ADMIN_PREFIX", "add_admin_routes", "is_admin_path"]
 
 ADMIN_PREFIX = "/_mock/"
 """Where the admin API lives; paths under it are reserved for it."""
 MAX_PENDING_FAULTS = 1_000
 MAX_ACCOUNTS = 10_000
-LOG_SIZE = 1_000
-"""How many requests `RequestLog` keeps (the oldest are forgotten first)."""
 
 
 def is_admin_path(path: str) -> bool:
     """True for a request to the admin API."""
     return path.startswith(ADMIN_PREFIX)
-
-
-# -- the request log -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoggedRequest:
-    """One request as the admin API shows it: never a header, a body or a key."""
-
-    method: str
-    path: str
-    status: int | None
-    """None when no reply was sent (an injected connection drop)."""
-    request_id: str
-    time: float
-    """When it was answered, on the gateway's clock."""
-    received: float
-    """When it arrived (and its rate limits were checked), on the gateway's clock."""
-
-
-class RequestLog:
-    """The latest `LOG_SIZE` requests answered, oldest first; thread-safe."""
-
-    def __init__(self, size: int = LOG_SIZE) -> None:
-        self._entries: deque[LoggedRequest] = deque(maxlen=size)
-        self._lock = threading.Lock()
-
-    def add(
-        self, request: MockRequest, request_id: str, status: int, time: float, received: float
-    ) -> None:
-        entry = LoggedRequest(
-            request.method, request.path[:1000], status or None, request_id, time, received
-        )
-        with self._lock:
-            self._entries.append(entry)
-
-    def latest(self, limit: int) -> list[LoggedRequest]:
-        with self._lock:
-            entries = list(self._entries)
-        return entries[-limit:]
 
 
 # -- views ---------------------------------------------------------------------------------
@@ -174,6 +135,8 @@ class _AdminAPI:
             ("GET", "accounts", self.accounts),
             ("POST", "accounts", self.create_account),
             ("PUT", "rate-limits", self.set_rate_limits),
+            ("GET", "quota", self.default_quota),
+            ("PUT", "quota", self.set_default_quota),
             ("POST", "replies", self.enqueue_reply),
             ("GET", "requests", self.requests),
         ]
@@ -296,25 +259,64 @@ class _AdminAPI:
         return json_response(201, _account(account))
 
     def account(self, ctx: RequestContext) -> MockResponse:
-        found = self.gateway.ledger.account(ctx.argument)
+        ledger = self.gateway.ledger
+        key, _, rest = ctx.argument.rpartition("/")
+        found = ledger.account(ctx.argument)
+        if found is None and rest == "quota" and ledger.account(key) is not None:
+            return self.account_quota(key)
         if found is None:
             return _not_found("no account has this key")
         return json_response(200, _account(found))
 
-    def set_credits(self, ctx: RequestContext) -> MockResponse:
+    def change_account(self, ctx: RequestContext) -> MockResponse:
         key, slash, rest = ctx.argument.rpartition("/")
-        if not slash or rest != "credits":
+        if not slash or rest not in ("credits", "quota"):
             return _not_found(
-                f"no route for PUT {ctx.request.path}; try /_mock/accounts/KEY/credits"
+                f"no route for PUT {ctx.request.path}; try /_mock/accounts/KEY/credits or "
+                "/_mock/accounts/KEY/quota"
             )
-        change = body_of(ctx, CreditsChange)
+        change = body_of(ctx, CreditsChange if rest == "credits" else QuotaChange)
         if isinstance(change, MockResponse):
             return change
         account = self.gateway.ledger.account(key)
         if account is None:
             return _not_found("no account has this key")
+        if rest == "quota":
+            quotas = self.gateway.quotas
+            quotas.set(quotas.of(account).changed(**change), account)
+            return self.account_quota(key)
         self.gateway.ledger.set_credits(key, change["credits"])
         return json_response(200, _account(account))
+
+    # quotas
+
+    def account_quota(self, key: str) -> MockResponse:
+        gateway = self.gateway
+        account = gateway.ledger.account(key)
+        assert account is not None
+        files, stored = gateway.files.usage(account.id)
+        usage = {
+            "files": files,
+            "storage_bytes": stored,
+            "databases": gateway.stores.databases_of(account.id),
+        }
+        view = {
+            "quota": dataclasses.asdict(gateway.quotas.of(account)),
+            "own": gateway.quotas.own(account),
+            "usage": usage,
+        }
+        return json_response(200, view)
+
+    def default_quota(self, ctx: RequestContext) -> MockResponse:
+        return json_response(200, dataclasses.asdict(self.gateway.quotas.default))
+
+    def set_default_quota(self, ctx: RequestContext) -> MockResponse:
+        change = body_of(ctx, QuotaChange)
+        if isinstance(change, MockResponse):
+            return change
+        quotas = self.gateway.quotas
+        quotas.set(quotas.default.changed(**change))
+        return self.default_quota(ctx)
 
     def set_rate_limits(self, ctx: RequestContext) -> MockResponse:
         change = body_of(ctx, RateLimitsChange)
@@ -363,4 +365,6 @@ def add_admin_routes(gateway: MockGateway, log: RequestLog) -> None:
     for method, name, handler in api.routes():
         gateway.add_route(method, ADMIN_PREFIX + name, api.guarded(handler))
     gateway.add_route("GET", ADMIN_PREFIX + "accounts/", api.guarded(api.account), prefix=True)
-    gateway.add_route("PUT", ADMIN_PREFIX + "accounts/", api.guarded(api.set_credits), prefix=True)
+    gateway.add_route(
+        "PUT", ADMIN_PREFIX + "accounts/", api.guarded(api.change_account), prefix=True
+    )

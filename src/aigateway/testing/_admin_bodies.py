@@ -26,6 +26,7 @@ __all__ = [
     "CreditsChange",
     "NewAccount",
     "PacingChange",
+    "QuotaChange",
     "RateLimitsChange",
     "ReplyScript",
     "bad_request",
@@ -154,6 +155,17 @@ class CreditsChange(TypedDict):
     credits: Credits
 
 
+Amount = Annotated[int, Field(strict=True, ge=0, le=2**40)]
+
+
+@with_config(_FORBID)
+class QuotaChange(TypedDict, total=False):
+    files: Amount
+    storage_bytes: Amount
+    databases: Amount
+    database_bytes: Amount
+
+
 @with_config(_FORBID)
 class RateLimitsChange(TypedDict, total=False):
     preset: Required[str]
@@ -182,6 +194,10 @@ ALLOWED: Mapping[str, str] = {
     "credits": "a number of credits >= 0",
     "key": "an API key: letters, digits and ._~+/=- (at most 200)",
     "preset": ", ".join(PRESETS),
+    "files": "an integer from 0 to 2**40",
+    "storage_bytes": "an integer from 0 to 2**40",
+    "databases": "an integer from 0 to 2**40",
+    "database_bytes": "an integer from 0 to 2**40",
     "content": "a string or null",
     "tool_calls": 'a list of {"name": ..., "arguments": {...}} or wire-form tool calls',
     "finish_reason": "a string such as stop, length, tool_calls or content_filter",

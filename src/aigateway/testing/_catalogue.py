@@ -137,6 +137,10 @@ class _HasId(Protocol):
 SpecT = TypeVar("SpecT", bound=_HasId)
 
 
+MAX_COMPARED_ID_CHARS = 200
+"""The longest id compared with the known ones for a 404's "closest known ids"."""
+
+
 class SpecCatalogue(MutableMapping[str, SpecT]):
     """Specs keyed by id, in insertion order, looked up in either spelling of an id.
 
@@ -192,7 +196,10 @@ class SpecCatalogue(MutableMapping[str, SpecT]):
         return next((s for s in self.specs() if normalize_id(s.id) == wanted), None)
 
     def closest(self, spec_id: str, n: int = 3) -> list[str]:
-        """Up to ``n`` known ids that look most like ``spec_id`` (may be empty)."""
+        """Up to ``n`` known ids that look most like ``spec_id`` (may be empty; always for an
+        id longer than `MAX_COMPARED_ID_CHARS`, whose comparison would cost too much)."""
+        if len(spec_id) > MAX_COMPARED_ID_CHARS:
+            return []
         by_normal = {normalize_id(spec.id): spec.id for spec in self.specs()}
         matches = difflib.get_close_matches(normalize_id(spec_id), by_normal, n=n, cutoff=0.4)
         return [by_normal[match] for match in matches]

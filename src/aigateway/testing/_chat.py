@@ -222,12 +222,11 @@ def _capability_problem(
             "model_not_tool_capable",
             param="tools",
         )
-    prompt_tokens = count_prompt_tokens(messages)
-    if prompt_tokens > spec.context_window:
+    if count_prompt_tokens(messages, spec.context_window) > spec.context_window:
         return error_response(
             400,
-            f"the messages take {prompt_tokens} tokens; model {spec.id!r} accepts at most "
-            f"{spec.context_window}",
+            f"the messages take more than {spec.context_window} tokens, the context window "
+            f"of model {spec.id!r}",
             INVALID,
             "context_length_exceeded",
             param="messages",

@@ -36,6 +36,7 @@ bookkeeping of real ones, reproducibly:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -98,9 +99,12 @@ _VOCABULARY = (
 )  # fmt: skip
 
 
-def count_tokens(text: str) -> int:
-    """Tokens in ``text``: each run of word characters and each other non-space character."""
-    return len(_TOKEN.findall(text))
+def count_tokens(text: str, limit: int | None = None) -> int:
+    """Tokens in ``text``: each run of word characters and each other non-space character;
+    with ``limit``, counting stops at ``limit + 1`` (memory and time stay bounded)."""
+    if limit is None or len(text) <= limit:  # at most a token per character
+        return len(_TOKEN.findall(text))
+    return sum(1 for _ in itertools.islice(_TOKEN.finditer(text), limit + 1))
 
 
 def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
@@ -146,12 +150,23 @@ def _message_text(message: Mapping[str, Any]) -> tuple[str, int]:
     return "\n".join([text, *extra]) if extra else text, images
 
 
-def count_prompt_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Prompt tokens of ``messages`` (see the module docstring for the rule)."""
+MAX_CHARS_PER_TOKEN = 32
+"""With a limit, a prompt of more characters than this per token of it is over the limit
+without being counted (real tokenizers average about four; a long word is one token here)."""
+
+
+def count_prompt_tokens(messages: Sequence[Mapping[str, Any]], limit: int | None = None) -> int:
+    """Prompt tokens of ``messages`` (see the module docstring for the rule); with ``limit``,
+    counting stops once past it."""
+    texts = [_message_text(message) for message in messages]
+    if limit is not None and sum(len(text) for text, _ in texts) > limit * MAX_CHARS_PER_TOKEN:
+        return limit + 1
     total = 0
-    for message in messages:
-        text, images = _message_text(message)
-        total += count_tokens(text) + MESSAGE_OVERHEAD + images * IMAGE_TOKENS
+    for text, images in texts:
+        left = None if limit is None else max(0, limit - total)
+        total += count_tokens(text, left) + MESSAGE_OVERHEAD + images * IMAGE_TOKENS
+        if limit is not None and total > limit:
+            break
     return total
 
 

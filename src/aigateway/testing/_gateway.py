@@ -23,17 +23,14 @@ counters, clock) has locks of its own.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import secrets
-import threading
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
-from ._admin import RequestLog, add_admin_routes, is_admin_path
+from ._admin import add_admin_routes, is_admin_path
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._chat import chat_completions, list_models, retrieve_model
 from ._clock import MockClock
@@ -44,13 +41,16 @@ from ._guard import guarded, rate_limit_headers
 from ._idempotency import IdempotencyStore
 from ._ids import IdSource
 from ._pacing import StreamPacing
+from ._quotas import Quota, Quotas
 from ._ratelimits import RateLimiter, RateLimits
 from ._replies import ChatReplies, ReplyFunction
+from ._request_log import LOG_BODY_BYTES, LOG_SIZE, RequestLog
 from ._routes import Handler, Router
 from ._run import (
     Planner,
     ServiceCategory,
     builtin_categories,
+    delete_file,
     handle_file,
     handle_image_generate,
     handle_run,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from .._client import AsyncClient, Client
+    from ._connections import ConnectionLimits
     from ._server import ClockMode
     from ._transport import MockTransport
 
@@ -84,7 +85,10 @@ class MockGateway:
 
     API keys and file ids are random; ``fixed_keys=True`` derives them from ``seed`` instead,
     for tests that compare them from run to run (never for a mock others can reach). A body
-    over ``max_body_bytes`` is a 413; ``requests`` keeps the last ``max_logged_requests``.
+    over ``max_body_bytes`` is a 413; ``requests`` keeps the last ``max_logged_requests``, each
+    with at most ``max_logged_body_bytes`` of its body. What an account keeps (files, their
+    bytes, SQL databases) stays within its quota (``quota`` for every account, or
+    ``quotas.set``); a call over it is a 403.
     A chat request's body fields the gateway does not know are accepted and listed in the
     reply's ``X-Mock-Unknown-Fields`` header, or, with ``strict_fields=True``, a 400 naming
     them (a misspelt parameter then fails your test).
@@ -105,14 +109,14 @@ class MockGateway:
         token_delay: float = 0.0,
         fixed_keys: bool = False,
         max_body_bytes: int = 32 * 1024 * 1024,
-        max_logged_requests: int = 1_000,
+        max_logged_requests: int = LOG_SIZE,
+        max_logged_body_bytes: int = LOG_BODY_BYTES,
+        quota: Quota | None = None,
         strict_fields: bool = False,
     ) -> None:
-        if max_body_bytes < 1 or max_logged_requests < 0:
-            raise ValueError(
-                "max_body_bytes must be at least 1 and max_logged_requests at least 0, got "
-                f"{max_body_bytes!r} and {max_logged_requests!r}"
-            )
+        if max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be at least 1, got {max_body_bytes!r}")
+        self._request_log = RequestLog(max_logged_requests, max_logged_body_bytes)
         self.seed = seed
         self.max_body_bytes = max_body_bytes
         """The largest request body answered (in bytes); a larger one is a 413."""
@@ -137,12 +141,14 @@ class MockGateway:
             default_services() if services is None else services, self.categories
         )
         """The non-chat services ``/run`` serves: a mutable mapping id -> `ServiceSpec`."""
-        self.files = FileStore(self._ids)
+        self.quotas = Quotas(self.ledger, quota)
+        """What each account may keep (files, their bytes, SQL databases): ``quota`` (a
+        `Quota`, its defaults when None) unless ``quotas.set(Quota(...), account)`` gives an
+        account its own."""
+        self.files = FileStore(self._ids, self.quotas)
         """Files the services made or stored, served at ``/v1/files/{id}``."""
-        self.stores = ServiceStores()
+        self.stores = ServiceStores(quotas=self.quotas)
         """The objects of the storage services and the SQL databases of the database ones."""
-        self._lock = threading.Lock()
-        self._requests: deque[MockRequest] = deque(maxlen=max_logged_requests)
         self._router = _builtin_router()
         self.rate_limits = RateLimiter(self.clock, rate_limits)
         """Per-key limits (a preset name or `RateLimits`): ``rate_limits.set("starter", key)``."""
@@ -153,7 +159,6 @@ class MockGateway:
         self.admin_token: str | None = secrets.token_urlsafe(24)
         """The secret of the admin API under ``/_mock/`` (``Authorization: Bearer <token>``);
         None turns it off."""
-        self._request_log = RequestLog()
         add_admin_routes(self, self._request_log)
 
     # -- state -----------------------------------------------------------------------------
@@ -175,11 +180,11 @@ class MockGateway:
 
     @property
     def requests(self) -> list[MockRequest]:
-        """The last ``max_logged_requests`` requests received, oldest first (a copy). A request
-        without a valid key is kept without its body and ``Authorization`` header, a body
-        over ``max_body_bytes`` is never kept."""
-        with self._lock:
-            return list(self._requests)
+        """The last ``max_logged_requests`` requests answered, oldest first (a copy). Only a
+        request that reached its route (a valid key, within the body and rate limits) keeps
+        its body, and only its first ``max_logged_body_bytes`` (``body_cut`` then says so);
+        a request without a valid key is kept without its ``Authorization`` header."""
+        return self._request_log.requests()
 
     @property
     def charges(self) -> list[Charge]:
@@ -240,13 +245,15 @@ class MockGateway:
         inputs: Any,
         plan: Planner,
         allowed: Mapping[str, str] | None = None,
+        max_chars: Mapping[str, int] | None = None,
     ) -> None:
         """Let ``/run`` serve services of category ``name``: ``inputs`` is what their inputs
         must be (a TypedDict, a pydantic model, any type pydantic validates; a 400 names the
         field otherwise), ``plan(ctx)`` gets a `ServiceContext` and returns the output, or a
         `Plan` (quantity of the unit to bill, what to do once paid). Then add services of it:
-        ``gateway.services.add(ServiceSpec("acme/translate", name, price=0.001))``."""
-        self.categories[name] = ServiceCategory(name, inputs, plan, allowed)
+        ``gateway.services.add(ServiceSpec("acme/translate", name, price=0.001))``.
+        ``max_chars`` bounds string inputs by name (``{"text": 10_000}``: longer is a 400)."""
+        self.categories[name] = ServiceCategory(name, inputs, plan, allowed, max_chars)
 
     def transport(self) -> MockTransport:
         """An httpx transport (sync and async) that sends requests to this gateway."""
@@ -261,16 +268,27 @@ class MockGateway:
         port: int = 0,
         clock: ClockMode = "wall",
         clock_speed: float = 1.0,
+        connection_limits: ConnectionLimits | None = None,
     ) -> AbstractContextManager[str]:
         """Serve this gateway over real HTTP (and its WebSocket) with uvicorn, in a background
         thread: ``with gateway.serve() as url:`` gives the base URL (``http://127.0.0.1:<port>/v1``);
         the server stops when the block ends. Port 0 picks a free port. While serving, the clock
         follows the wall clock, so rate limits run in real time; ``clock_speed=60`` runs it 60
         times as fast (a rate-limit minute per real second); ``clock="manual"`` keeps it where
-        the test puts it. Needs the ``aigateway[server]`` extra."""
+        the test puts it. ``connection_limits`` (a `ConnectionLimits`) bounds what each
+        connection may hold: deadlines, connections per client, body bytes in flight. The
+        gateway's errors (a 500's traceback and request id) go to stderr while it serves.
+        Needs the ``aigateway[server]`` extra."""
         from ._server import serve
 
-        return serve(self, host=host, port=port, clock=clock, clock_speed=clock_speed)
+        return serve(
+            self,
+            host=host,
+            port=port,
+            clock=clock,
+            clock_speed=clock_speed,
+            limits=connection_limits,
+        )
 
     def client(self, *, api_key: str | None = None, **options: Any) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key).
@@ -311,22 +329,19 @@ class MockGateway:
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
         request_id = self._ids.next("admin request" if admin else "request", "req_")
         received = self.clock.now()
-        if not admin:
-            logged = self._as_logged(request)
-            with self._lock:
-                self._requests.append(logged)
+        routed = False
+
+        def route() -> MockResponse:
+            nonlocal routed
+            routed = True
+            return self._router.route(self, request, request_id)
+
         try:
             if admin:
-                response = self._router.route(self, request, request_id)
+                response = route()
             else:
                 response = self.faults.run(
-                    request,
-                    lambda: guarded(
-                        self,
-                        request,
-                        request_id,
-                        lambda: self._router.route(self, request, request_id),
-                    ),
+                    request, lambda: guarded(self, request, request_id, route)
                 )
         except Exception:  # a bug (or a user's handler failed): answer, do not crash the server
             _log.exception("the mock gateway failed to answer request %s", request_id)
@@ -340,20 +355,17 @@ class MockGateway:
             )
         response.headers["x-request-id"] = request_id
         if not admin:
-            answered = self.clock.now()
-            self._request_log.add(request, request_id, response.status, answered, received)
+            known_key = self.ledger.account(request.bearer_key) is not None
+            self._request_log.add(
+                request,
+                request_id,
+                response.status,
+                self.clock.now(),
+                received,
+                known_key=known_key,
+                routed=routed,
+            )
         return response
-
-    def _as_logged(self, request: MockRequest) -> MockRequest:
-        """``request`` as the log keeps it: whole when its key is an account's (and its body
-        within the limit); else without its body, and without an unknown key."""
-        known = self.ledger.account(request.bearer_key) is not None
-        if known and len(request.body) <= self.max_body_bytes:
-            return request
-        headers = request.headers
-        if not known:
-            headers = {name: value for name, value in headers.items() if name != "authorization"}
-        return dataclasses.replace(request, headers=headers, body=b"")
 
     def new_id(self, kind: str, prefix: str) -> str:
         """A fresh id for an object of ``kind``, deterministic under the seed."""
@@ -385,5 +397,6 @@ def _builtin_router() -> Router:
     router.add("POST", "/v1/run", handle_run)
     router.add("POST", "/v1/image/generate", handle_image_generate)
     router.add("GET", "/v1/files/", handle_file, prefix=True)
+    router.add("DELETE", "/v1/files/", delete_file, prefix=True)
     add_discovery_routes(router)
     return router

@@ -11,7 +11,9 @@ clock. Within that time:
   ``idempotency_key_in_progress`` (retry later).
 
 Only successful (2xx) replies are remembered: a failed request performed nothing, so trying
-it again with the same key is allowed to perform it.
+it again with the same key is allowed to perform it. What an account keeps is bounded
+(`MAX_KEYS_PER_ACCOUNT` keys, `MAX_REPLY_BYTES_PER_ACCOUNT` of replies, both settable on the
+store): past either, its oldest keys are forgotten first.
 """
 
 from __future__ import annotations
@@ -24,10 +26,19 @@ from dataclasses import dataclass
 from ._clock import MockClock
 from ._wire import MockRequest, MockResponse, error_response
 
-__all__ = ["IDEMPOTENCY_TTL", "IdempotencyStore"]
+__all__ = [
+    "IDEMPOTENCY_TTL",
+    "MAX_KEYS_PER_ACCOUNT",
+    "MAX_REPLY_BYTES_PER_ACCOUNT",
+    "IdempotencyStore",
+]
 
 IDEMPOTENCY_TTL = 24 * 3600.0
 """How long (mock seconds) a key is remembered."""
+MAX_KEYS_PER_ACCOUNT = 1_000
+"""How many keys an account keeps (the oldest are forgotten first)."""
+MAX_REPLY_BYTES_PER_ACCOUNT = 8 * 1024 * 1024
+"""How many bytes of remembered replies an account keeps (the oldest forgotten first)."""
 _INVALID = "invalid_request_error"
 
 
@@ -37,25 +48,38 @@ class _Entry:
     created: float
     reply: tuple[int, dict[str, str], bytes | list[bytes]] | None = None
     """None while the first request is being answered."""
+    size: int = 0
+    """The bytes of the reply's body."""
 
 
 def fingerprint(request: MockRequest) -> str:
-    return hashlib.sha256(
-        request.method.encode() + b" " + request.path.encode() + b"\n" + request.body
-    ).hexdigest()
+    digest = hashlib.sha256(request.method.encode() + b" " + request.path.encode() + b"\n")
+    digest.update(request.body)  # not concatenated: a body can be megabytes
+    return digest.hexdigest()
 
 
 class IdempotencyStore:
-    """Keys per account, with the first reply to each; thread-safe."""
+    """Keys per account, with the first reply to each; thread-safe. An account keeps at
+    most ``max_keys`` keys and ``max_bytes`` of replies: past either, its oldest keys are
+    forgotten first (a reply larger than ``max_bytes`` is not remembered)."""
 
-    def __init__(self, clock: MockClock) -> None:
+    def __init__(
+        self,
+        clock: MockClock,
+        *,
+        max_keys: int = MAX_KEYS_PER_ACCOUNT,
+        max_bytes: int = MAX_REPLY_BYTES_PER_ACCOUNT,
+    ) -> None:
         self._clock = clock
+        self.max_keys = max_keys
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._accounts: dict[str, dict[str, _Entry]] = {}
+        """Account id -> key -> entry, oldest first."""
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries)
+            return sum(len(entries) for entries in self._accounts.values())
 
     def begin(self, account_id: str, key: str, request: MockRequest) -> MockResponse | None:
         """The reply to give without performing the request (a replay or a 409), or None when
@@ -63,11 +87,14 @@ class IdempotencyStore:
         now = self._clock.now()
         print_ = fingerprint(request)
         with self._lock:
-            entry = self._entries.get((account_id, key))
+            entries = self._accounts.setdefault(account_id, {})
+            entry = entries.get(key)
             if entry is not None and now - entry.created >= IDEMPOTENCY_TTL:
                 entry = None
             if entry is None:
-                self._entries[(account_id, key)] = _Entry(print_, now)
+                entries.pop(key, None)
+                self._make_room(entries, now, 1, 0)
+                entries[key] = _Entry(print_, now)
                 return None
             if entry.fingerprint != print_:
                 return error_response(
@@ -97,16 +124,39 @@ class IdempotencyStore:
         if isinstance(response.body, bytes):
             body = response.body
             sent: bytes | Iterator[bytes] = body
+            size = len(body)
         else:
             body = list(response.body)
             sent = iter(body)
+            size = sum(len(event) for event in body)
         with self._lock:
-            entry = self._entries.get((account_id, key))
+            entries = self._accounts.get(account_id, {})
+            entry = entries.get(key)
             if entry is not None:
-                entry.reply = (response.status, dict(response.headers), body)
+                if size > self.max_bytes:
+                    del entries[key]
+                else:
+                    entry.reply = (response.status, dict(response.headers), body)
+                    self._make_room(entries, self._clock.now(), 0, size)  # counts it as 0 yet
+                    entry.size = size
         return MockResponse(response.status, response.headers, sent)
 
     def abandon(self, account_id: str, key: str) -> None:
         """Forget a key whose request failed."""
         with self._lock:
-            self._entries.pop((account_id, key), None)
+            self._accounts.get(account_id, {}).pop(key, None)
+
+    def _make_room(self, entries: dict[str, _Entry], now: float, keys: int, size: int) -> None:
+        """Forget expired keys, then the oldest, until ``keys`` more keys and ``size`` more
+        bytes fit (call under the lock)."""
+        used = sum(entry.size for entry in entries.values())
+        for key, entry in list(entries.items()):
+            expired = now - entry.created >= IDEMPOTENCY_TTL
+            if (
+                not expired
+                and len(entries) + keys <= self.max_keys
+                and used + size <= self.max_bytes
+            ):
+                break
+            del entries[key]
+            used -= entry.size

@@ -3,7 +3,8 @@ data, storage, databases and SMS.
 
 Each checks what only its service can, prices the call in the category's unit and says what
 to do once paid; storage and database calls act on the account's own stores only (the SQL
-sandbox is `_sql`).
+sandbox is `_sql`), within its quota: a stored object is counted while planning, and one
+deleted or written over frees its room. Replies repeat only bounded parts of the inputs.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from decimal import Decimal
 from typing import Any
 
 from ._media import pdf_page_count
-from ._service_context import WORDS, Plan, ServiceContext, once, refuse, sentences
+from ._quotas import QuotaExceeded
+from ._service_context import WORDS, Plan, Refusal, ServiceContext, once, refuse, sentences
 from ._sql import SqlRefused
 
-__all__ = ["DATA_PLANNERS"]
+__all__ = ["DATA_PLANNERS", "MAX_PAYMENT_AMOUNT", "MAX_TEXT_DOCUMENT_BYTES"]
+
+MAX_PAYMENT_AMOUNT = 10**12
+"""The largest payment, in the currency's minor unit."""
+MAX_TEXT_DOCUMENT_BYTES = 1024 * 1024
+"""The largest text document parsed (its text comes back in the reply, twice)."""
+_ECHOED_CHARS = 100
+"""How much of a query a search result repeats."""
 
 
 def _scrape(ctx: ServiceContext) -> Plan:
@@ -34,14 +43,15 @@ def _scrape(ctx: ServiceContext) -> Plan:
 
 def _search(ctx: ServiceContext) -> Plan:
     query: str = ctx.inputs["query"]
+    topic = query[:_ECHOED_CHARS]  # each result repeats the query's start, never all of it
     rng = ctx.rng
-    slug = "-".join(query.lower().split())[:40] or "query"
+    slug = "-".join(topic.lower().split())[:40] or "query"
     results = [
         {
             "position": i,
-            "title": f"{query} - {rng.choice(WORDS)} {i}",
+            "title": f"{topic} - {rng.choice(WORDS)} {i}",
             "url": f"https://{rng.choice(WORDS)}.example.com/{slug}/{i}",
-            "snippet": f"{query}: {sentences(rng, 1)}",
+            "snippet": f"{topic}: {sentences(rng, 1)}",
         }
         for i in range(1, ctx.inputs.get("num_results", 5) + 1)
     ]
@@ -63,6 +73,13 @@ def _email(ctx: ServiceContext) -> Plan:
 
 
 def _payment(ctx: ServiceContext) -> Plan:
+    if ctx.inputs["amount"] > MAX_PAYMENT_AMOUNT:
+        raise refuse(
+            400,
+            f"{ctx.param('amount')}: at most {MAX_PAYMENT_AMOUNT} (in the minor unit)",
+            "invalid_parameter",
+            ctx.param("amount"),
+        )
     return once(
         1,
         lambda: {
@@ -86,6 +103,14 @@ def _document_pages(data: bytes, mime: str) -> list[str]:
 
 def _document(ctx: ServiceContext) -> Plan:
     data, mime = ctx.load_file(ctx.inputs["file"], "file")
+    if mime.startswith("text/") and len(data) > MAX_TEXT_DOCUMENT_BYTES:
+        raise refuse(
+            400,
+            f"{ctx.param('file')}: the mock parses text documents of at most "
+            f"{MAX_TEXT_DOCUMENT_BYTES} bytes (their text is in the reply), got {len(data)}",
+            "file_too_large",
+            ctx.param("file"),
+        )
     texts = _document_pages(data, mime)
     wanted = ctx.inputs.get("pages") or list(range(1, len(texts) + 1))
     beyond = [n for n in wanted if n > len(texts)]
@@ -131,52 +156,62 @@ def _social(ctx: ServiceContext) -> Plan:
 
 
 def _storage(ctx: ServiceContext) -> Plan:
-    stores, files = ctx.stores, ctx.files
+    stores, files, owner = ctx.stores, ctx.files, ctx.account.id
     operation, key = ctx.inputs["operation"], ctx.inputs.get("key", "")
 
-    def describe(file_id: str) -> dict[str, Any]:
-        data, content_type = files.get(file_id) or (b"", "application/octet-stream")
-        return {
-            "key": key,
-            "size": len(data),
-            "content_type": content_type,
-            "url": ctx.file_url(data, content_type),
-        }
+    def describe(file_id: str, data: bytes, content_type: str) -> dict[str, Any]:
+        url = ctx.url_of(file_id)
+        return {"key": key, "size": len(data), "content_type": content_type, "url": url}
 
     if operation == "put":
         data, mime = ctx.load_file(ctx.inputs["data"], "data")
+        content_type = ctx.inputs.get("content_type", mime)
+        with stores.lock:
+            replaced = stores.bucket(owner, ctx.spec.id).get(key)
+        # counted now (a 403 when full), less the object it writes over
+        kept, forget = ctx.keep_files([(data, content_type)], replacing=replaced)
+        file_id = kept[0]
 
         def put() -> dict[str, Any]:
-            file_id = files.put(data, ctx.inputs.get("content_type", mime), owner=ctx.account.id)
             with stores.lock:
-                stores.bucket(ctx.account.id, ctx.spec.id)[key] = file_id
-            return describe(file_id)
+                replaced = stores.bucket(owner, ctx.spec.id).get(key)
+                stores.bucket(owner, ctx.spec.id)[key] = file_id
+            if replaced is not None:
+                files.delete(replaced)  # an object written over frees its room
+            return describe(file_id, data, content_type)
 
-        return once(1, put)
+        return Plan(Decimal(1), put, forget)
     with stores.lock:
-        bucket = dict(stores.bucket(ctx.account.id, ctx.spec.id))
+        bucket = dict(stores.bucket(owner, ctx.spec.id))
     if operation == "list":
         prefix = ctx.inputs.get("prefix", "")
         objects = []
         for name in sorted(k for k in bucket if k.startswith(prefix)):
-            data, content_type = files.get(bucket[name]) or (b"", "")
-            objects.append({"key": name, "size": len(data), "content_type": content_type})
+            found = files.get(bucket[name])
+            if found is not None:
+                objects.append({"key": name, "size": len(found[0]), "content_type": found[1]})
         return once(1, lambda: {"objects": objects})
     if operation == "delete":
 
         def delete() -> dict[str, Any]:
             with stores.lock:
-                removed = stores.bucket(ctx.account.id, ctx.spec.id).pop(key, None)
+                removed = stores.bucket(owner, ctx.spec.id).pop(key, None)
+            if removed is not None:
+                files.delete(removed)
             return {"key": key, "deleted": removed is not None}
 
         return once(1, delete)
-    if key not in bucket:
+    found = files.get(bucket[key]) if key in bucket else None
+    if found is None:
         raise refuse(404, f"no object has the key {key!r}", "object_not_found", ctx.param("key"))
-    return once(1, lambda: describe(bucket[key]))
+    return once(1, lambda: describe(bucket[key], *found))
 
 
 def _database(ctx: ServiceContext) -> Plan:
-    database = ctx.stores.database(ctx.account.id, ctx.spec.id)
+    try:
+        database = ctx.stores.database(ctx.account.id, ctx.spec.id)
+    except QuotaExceeded as exc:
+        raise Refusal(exc.response(ctx.param("sql"))) from None
     sql, params = ctx.inputs["sql"], ctx.inputs.get("params", ())
     try:
         pending = database.run(sql, params, read_only=bool(ctx.inputs.get("read_only")))

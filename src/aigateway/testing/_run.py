@@ -11,7 +11,8 @@ nothing done when the balance is short), and only a paid call acts.
 Categories are data: a `ServiceCategory` pairs the inputs' type with the planner, and a
 gateway's ``categories`` holds the built-in ones and those added with
 ``gateway.add_service_category``. Files the services make belong to the calling account and
-are served at ``/v1/files/{id}`` to its key only.
+are served at ``/v1/files/{id}`` to its key only (``DELETE`` forgets one); they count
+towards the account's quota, which a planner checks before the call is billed.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from ._planners_media import MEDIA_PLANNERS
 from ._routes import INVALID, RequestContext
 from ._service_context import Plan, Refusal, ServiceContext
 from ._services import ServiceSpec
-from ._wire import MockResponse, error_response, json_response
+from ._wire import MockResponse, error_response, json_response, shown
 
 __all__ = [
     "ServiceCategory",
     "builtin_categories",
+    "delete_file",
     "handle_file",
     "handle_image_generate",
     "handle_run",
@@ -65,6 +67,9 @@ class ServiceCategory:
     plan: Planner
     allowed: Mapping[str, str] | None = None
     """What to say is allowed, per field name, in a 400 (optional)."""
+    max_chars: Mapping[str, int] | None = None
+    """The longest string each input may be (or each string of a list), in characters;
+    longer is a 400 naming the limit (optional)."""
 
     def adapter(self) -> TypeAdapter[Any]:
         return _adapter(self.inputs)
@@ -80,10 +85,51 @@ def _adapter(inputs: Any) -> TypeAdapter[Any]:
     return found
 
 
+INPUT_LIMITS: Mapping[str, Mapping[str, int]] = {
+    "image": {"prompt": 4_000, "negative_prompt": 4_000},
+    "video": {"prompt": 4_000},
+    "speech": {"voice": 100},
+    "transcription": {"language": 100, "prompt": 4_000},
+    "scrape": {"url": 2_048},
+    "search": {"query": 2_000},
+    "email": {"to": 320, "subject": 1_000, "sender": 320, "reply_to": 320},
+    "payment": {"description": 1_000, "customer": 200},
+    "social": {"handle": 100, "platform": 50},
+    "storage": {"key": 1_024, "prefix": 1_024, "content_type": 200},
+    "sms": {"sender": 50},
+}
+"""The longest string each built-in category takes per input, in characters: whatever a
+reply repeats of its inputs is bounded by these."""
+
+
 def builtin_categories() -> dict[str, ServiceCategory]:
     """The categories every gateway starts with (a fresh dict)."""
     planners = {**MEDIA_PLANNERS, **DATA_PLANNERS}
-    return {name: ServiceCategory(name, CATEGORIES[name], planners[name]) for name in CATEGORIES}
+    return {
+        name: ServiceCategory(
+            name, CATEGORIES[name], planners[name], max_chars=INPUT_LIMITS.get(name)
+        )
+        for name in CATEGORIES
+    }
+
+
+def _too_long(
+    inputs: Mapping[str, Any], max_chars: Mapping[str, int], prefix: str
+) -> MockResponse | None:
+    """The 400 for the first input longer than its limit, if any."""
+    for name, limit in max_chars.items():
+        value = inputs.get(name)
+        strings = value if isinstance(value, list) else [value]
+        longest = max((len(item) for item in strings if isinstance(item, str)), default=0)
+        if longest > limit:
+            return error_response(
+                400,
+                f"{prefix}{name}: at most {limit} characters, got {longest}",
+                INVALID,
+                "input_too_long",
+                param=prefix + name,
+            )
+    return None
 
 
 def _checked(
@@ -134,7 +180,7 @@ def _find_service(ctx: RequestContext, service_id: str) -> ServiceSpec | MockRes
     closest = ctx.services.closest(service_id)
     hint = f"closest known ids: {', '.join(closest)}" if closest else "no similar service id"
     return error_response(
-        404, f"service {service_id!r} does not exist; {hint}", INVALID, "model_not_found",
+        404, f"service {shown(service_id)} does not exist; {hint}", INVALID, "model_not_found",
         param="model",
     )  # fmt: skip
 
@@ -162,6 +208,9 @@ def _execute(
     inputs = _checked(category.adapter(), raw_inputs, prefix, allowed)
     if isinstance(inputs, MockResponse):
         return inputs
+    too_long = _too_long(inputs, category.max_chars or {}, prefix)
+    if too_long is not None:
+        return too_long
     try:
         planned = category.plan(ServiceContext(ctx, account, spec, inputs, prefix))
     except Refusal as refusal:
@@ -231,7 +280,26 @@ def handle_file(ctx: RequestContext) -> MockResponse:
     found = ctx.files.get(ctx.argument, owner=account.id)
     if found is None:
         return error_response(
-            404, f"no file of this account has the id {ctx.argument!r}", INVALID, "file_not_found"
+            404,
+            f"no file of this account has the id {shown(ctx.argument)}",
+            INVALID,
+            "file_not_found",
         )
     data, content_type = found
     return MockResponse(200, {"content-type": content_type}, data)
+
+
+def delete_file(ctx: RequestContext) -> MockResponse:
+    """``DELETE /v1/files/{id}``: forget one of the calling account's files, freeing its
+    room in the account's quota (a mock addition: the API has no such route)."""
+    account = ctx.authenticate()
+    if isinstance(account, MockResponse):
+        return account
+    if not ctx.files.delete(ctx.argument, owner=account.id):
+        return error_response(
+            404,
+            f"no file of this account has the id {shown(ctx.argument)}",
+            INVALID,
+            "file_not_found",
+        )
+    return json_response(200, {"id": ctx.argument, "object": "file", "deleted": True})

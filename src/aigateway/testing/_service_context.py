@@ -15,13 +15,14 @@ import hashlib
 import json
 import random
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..types.files import MAX_FILE_BYTES, decode_data_url
 from ._accounts import to_decimal
+from ._quotas import QuotaExceeded
 from ._routes import INVALID, RequestContext
 from ._wire import MockResponse, error_response
 
@@ -133,10 +134,32 @@ class ServiceContext:
     def new_id(self, kind: str, prefix: str) -> str:
         return self.request.new_id(kind, prefix)
 
+    def keep_files(
+        self, files: Sequence[tuple[bytes, str]], *, replacing: str | None = None
+    ) -> tuple[list[str], Callable[[], None]]:
+        """Keep ``files`` (bytes and content type) for this account while planning, before
+        the call is paid: their ids (`url_of` gives their URLs), and the function that forgets
+        them again (the plan's ``cancel``). When the account's quota has no room for them all
+        (not counting a file they replace, ``replacing``), nothing is kept and the call is a
+        403 (`QuotaExceeded`)."""
+        try:
+            kept = self.files.put_all(files, owner=self.account.id, replacing=replacing)
+        except QuotaExceeded as exc:
+            raise Refusal(exc.response()) from None
+
+        def forget() -> None:
+            for file_id in kept:
+                self.files.delete(file_id)
+
+        return kept, forget
+
     def file_url(self, data: bytes, content_type: str) -> str:
-        """Keep a file in the gateway's store for this account; its URL on the host the
-        request came to."""
-        file_id = self.files.put(data, content_type, owner=self.account.id)
+        """Keep one file for this account (see `keep_files`: call it while planning); its URL."""
+        kept, _ = self.keep_files([(data, content_type)])
+        return self.url_of(kept[0])
+
+    def url_of(self, file_id: str) -> str:
+        """The URL of one of the gateway's files, on the host the request came to."""
         host = self.request.request.headers.get("host")
         if host:
             return f"http://{host}{FILES_PATH}{file_id}"
@@ -185,14 +208,21 @@ def sentences(rng: random.Random, count: int) -> str:
 
 
 def image_size(ctx: ServiceContext, default: str) -> tuple[int, int]:
-    width, height = (int(part) for part in ctx.inputs.get("size", default).split("x"))
-    if max(width, height) > MAX_IMAGE_SIDE:
+    """The ``size`` input (``<width>x<height>``, checked by its type) as two numbers, each
+    at most `MAX_IMAGE_SIDE` (its digits are counted before they are converted)."""
+    longest = len(str(MAX_IMAGE_SIDE))
+    sides = [
+        int(part) if len(part) <= longest else MAX_IMAGE_SIDE + 1
+        for part in str(ctx.inputs.get("size", default)).split("x")
+    ]
+    if max(sides) > MAX_IMAGE_SIDE:
         raise refuse(
             400,
             f"{ctx.param('size')}: the mock draws at most {MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE}",
             "size_too_large",
             ctx.param("size"),
         )
+    width, height = sides
     return width, height
 
 

@@ -14,12 +14,13 @@ and SQL databases of the storage and database services.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..types.service_params import CATEGORIES
 from ._catalogue import SpecCatalogue, check_price
 from ._ids import IdSource
+from ._quotas import Quota, QuotaExceeded, Quotas
 from ._sql import SqlDatabase
 
 __all__ = ["FileStore", "ServiceCatalogue", "ServiceSpec", "ServiceStores", "default_services"]
@@ -98,19 +99,52 @@ class ServiceCatalogue(SpecCatalogue[ServiceSpec]):
 
 class FileStore:
     """Files the mock's services made or were given, by id, each owned by an account; served
-    at ``/v1/files/{id}`` to that account's key only."""
+    at ``/v1/files/{id}`` to that account's key only. An account's files stay within its
+    `Quota` (``files``, ``storage_bytes``) when ``quotas`` is given; files without an owner
+    are not counted."""
 
-    def __init__(self, ids: IdSource) -> None:
+    def __init__(self, ids: IdSource, quotas: Quotas | None = None) -> None:
         self._ids = ids
+        self._quotas = quotas
         self._files: dict[str, tuple[bytes, str, str | None]] = {}
+        self._usage: dict[str, tuple[int, int]] = {}
+        """Owner -> (files, bytes)."""
         self._lock = threading.Lock()
 
     def put(self, data: bytes, content_type: str, *, owner: str | None = None) -> str:
-        """Keep ``data`` for account ``owner``; returns its id (``file_...``)."""
-        file_id = self._ids.secret("file", "file_", 24)
+        """Keep ``data`` for account ``owner``; returns its id (``file_...``). Raises
+        `QuotaExceeded` (keeping nothing) when the owner's quota has no room for it."""
+        return self.put_all([(data, content_type)], owner=owner)[0]
+
+    def put_all(
+        self,
+        files: Sequence[tuple[bytes, str]],
+        *,
+        owner: str | None = None,
+        replacing: str | None = None,
+    ) -> list[str]:
+        """Keep ``files`` (bytes and content type) for account ``owner``, all or none; their
+        ids. `QuotaExceeded` when the owner's quota has no room for them all, not counting
+        the file they replace (``replacing``: one of the owner's, deleted by the caller)."""
+        file_ids = [self._ids.secret("file", "file_", 24) for _ in files]
+        adding = sum(len(data) for data, _ in files)
         with self._lock:
-            self._files[file_id] = (data, content_type, owner)
-        return file_id
+            if owner is not None:
+                count, size = self._usage.get(owner, (0, 0))
+                if self._quotas is not None:
+                    old = self._files.get(replacing) if replacing is not None else None
+                    freed = len(old[0]) if old is not None and old[2] == owner else None
+                    _check_room(
+                        self._quotas.of_id(owner),
+                        count - (freed is not None),
+                        size - (freed or 0),
+                        len(files),
+                        adding,
+                    )
+                self._usage[owner] = (count + len(files), size + adding)
+            for file_id, (data, content_type) in zip(file_ids, files, strict=True):
+                self._files[file_id] = (data, content_type, owner)
+        return file_ids
 
     def get(self, file_id: str, *, owner: str | None = None) -> tuple[bytes, str] | None:
         """``(bytes, content type)`` of a file, or None (also when ``owner`` is given and the
@@ -121,8 +155,34 @@ class FileStore:
             return None
         return found[0], found[1]
 
+    def delete(self, file_id: str, *, owner: str | None = None) -> bool:
+        """Forget a file (only one of ``owner``'s, when given), freeing its room; whether
+        there was one."""
+        with self._lock:
+            found = self._files.get(file_id)
+            if found is None or (owner is not None and found[2] not in (None, owner)):
+                return False
+            del self._files[file_id]
+            if found[2] is not None:
+                count, size = self._usage[found[2]]
+                self._usage[found[2]] = (count - 1, size - len(found[0]))
+        return True
+
+    def usage(self, owner: str) -> tuple[int, int]:
+        """``(files, bytes)`` account ``owner`` keeps."""
+        with self._lock:
+            return self._usage.get(owner, (0, 0))
+
     def __len__(self) -> int:
         return len(self._files)
+
+
+def _check_room(quota: Quota, count: int, size: int, files: int, adding: int) -> None:
+    remedy = "delete some (a storage delete, DELETE /v1/files/{id})"
+    if count + files > quota.files:
+        raise QuotaExceeded("files", quota.files, count, files, remedy)
+    if size + adding > quota.storage_bytes:
+        raise QuotaExceeded("storage_bytes", quota.storage_bytes, size, adding, remedy)
 
 
 class ServiceStores:
@@ -130,13 +190,15 @@ class ServiceStores:
 
     ``objects[(account_id, service_id)]`` maps keys to file ids in the `FileStore`;
     ``database(account_id, service_id)`` is a sandboxed in-memory SQLite database
-    whose statements stop after ``statement_timeout`` seconds of wall time.
+    whose statements stop after ``statement_timeout`` seconds of wall time. With ``quotas``,
+    an account has at most its `Quota`'s ``databases``, each of ``database_bytes``.
     """
 
-    def __init__(self, *, statement_timeout: float = 1.0) -> None:
+    def __init__(self, *, statement_timeout: float = 1.0, quotas: Quotas | None = None) -> None:
         self.objects: dict[tuple[str, str], dict[str, str]] = {}
         self.statement_timeout = statement_timeout
         """Seconds a statement of a database created from now on may run (a 400 after)."""
+        self._quotas = quotas
         self._databases: dict[tuple[str, str], SqlDatabase] = {}
         self.lock = threading.Lock()
 
@@ -145,10 +207,24 @@ class ServiceStores:
         return self.objects.setdefault((account_id, service_id), {})
 
     def database(self, account_id: str, service_id: str) -> SqlDatabase:
-        """One account's database of a service (made on first use)."""
+        """One account's database of a service (made on first use; `QuotaExceeded` when
+        the account has its quota of databases already)."""
+        quota = self._quotas.of_id(account_id) if self._quotas is not None else None
         with self.lock:
             found = self._databases.get((account_id, service_id))
             if found is None:
+                if quota is not None:
+                    count = self.databases_of(account_id)
+                    if count + 1 > quota.databases:
+                        raise QuotaExceeded(
+                            "databases", quota.databases, count, 1, "use a database you have"
+                        )
                 found = SqlDatabase(self.statement_timeout)
                 self._databases[(account_id, service_id)] = found
-            return found
+        if quota is not None:
+            found.max_bytes = quota.database_bytes
+        return found
+
+    def databases_of(self, account_id: str) -> int:
+        """How many databases account ``account_id`` has."""
+        return sum(1 for owner, _ in list(self._databases) if owner == account_id)

@@ -18,6 +18,8 @@ three fields; a 402 also carries ``_remaining_credits`` inside ``error``.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +34,11 @@ __all__ = [
     "SSE_DONE",
     "MockRequest",
     "MockResponse",
+    "bearer_key",
     "dumps",
     "error_body",
     "error_response",
+    "shown",
     "declared_length",
     "is_json_content_type",
     "json_loads_bounded",
@@ -66,10 +70,20 @@ class MockRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     query: str = ""
+    body_size: int = -1
+    """The body's length as it arrived (``len(body)`` when not given). The request log keeps
+    only the first bytes of a body: there, ``body_size`` can be larger (see `body_cut`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", self.method.upper())
         object.__setattr__(self, "headers", {k.lower(): v for k, v in self.headers.items()})
+        if self.body_size < 0:
+            object.__setattr__(self, "body_size", len(self.body))
+
+    @property
+    def body_cut(self) -> bool:
+        """True when ``body`` holds only the first bytes of the body (a logged request)."""
+        return self.body_size > len(self.body)
 
     @classmethod
     def build(
@@ -97,8 +111,7 @@ class MockRequest:
     @property
     def bearer_key(self) -> str:
         """The key of an ``Authorization: Bearer <key>`` header ("" without one)."""
-        scheme, _, key = self.headers.get("authorization", "").strip().partition(" ")
-        return key.strip() if scheme.lower() == "bearer" else ""
+        return bearer_key(self.headers)
 
     @property
     def params(self) -> dict[str, str]:
@@ -106,9 +119,20 @@ class MockRequest:
         return dict(parse_qsl(self.query, keep_blank_values=True))
 
     def json(self) -> Any:
-        """The body decoded as JSON (raises ``ValueError`` when it is not JSON, or nested
-        deeper than `MAX_JSON_DEPTH`)."""
+        """The body decoded as JSON (raises ``ValueError`` when it is not JSON, breaks a limit
+        of `json_loads_bounded`, or was cut by the request log)."""
+        if self.body_cut:
+            raise ValueError(
+                f"only the first {len(self.body)} of the body's {self.body_size} bytes were "
+                "kept (MockGateway(max_logged_body_bytes=...) keeps more)"
+            )
         return json_loads_bounded(self.body)
+
+
+def bearer_key(headers: Mapping[str, str]) -> str:
+    """The key of lower-case ``headers``' ``Authorization: Bearer <key>`` ("" without one)."""
+    scheme, _, key = headers.get("authorization", "").strip().partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else ""
 
 
 def declared_length(headers: Mapping[str, str]) -> int:
@@ -133,12 +157,31 @@ def is_json_content_type(value: str) -> bool:
 
 MAX_JSON_DEPTH = 64
 """How deep a request's JSON may nest; deeper is a 400, never a ``RecursionError``."""
+MAX_JSON_VALUES = 100_000
+"""How many values (members and items) a request's JSON may hold; more is a 400. Parsed JSON
+takes up to 20 times its size in memory (``{}`` is 2 bytes of JSON and 64 of dict), so the
+count is checked on the bytes, before parsing."""
+MAX_JSON_NUMBER_CHARS = 100
+"""The longest number a request's JSON may hold, in characters; longer is a 400, checked
+before the number is converted."""
+_MARKS = b",:[{"
+_NOT_MARK = bytes(sorted(set(range(256)) - set(_MARKS)))
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(_MARKS + b'"')))
+_SCAN_BYTES = 1024 * 1024
+_JSON_STRING = re.compile(rb'"[^"]*"')
 
 
 def json_loads_bounded(body: bytes | str) -> Any:
-    """``json.loads``, refusing (``ValueError``) a value nested deeper than `MAX_JSON_DEPTH`."""
+    """``json.loads``, refusing (``ValueError`` naming the limit) JSON nested deeper than
+    `MAX_JSON_DEPTH`, holding more than `MAX_JSON_VALUES` values, a number longer than
+    `MAX_JSON_NUMBER_CHARS` or out of a float's range, and ``NaN`` / ``Infinity`` (not JSON)."""
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    if _value_count(raw) > MAX_JSON_VALUES:
+        raise ValueError(f"it holds more than {MAX_JSON_VALUES} values")
     try:
-        value = json.loads(body)
+        value = json.loads(
+            raw, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=_no_constant
+        )
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
     level: list[Any] = [value]
@@ -156,6 +199,43 @@ def json_loads_bounded(body: bytes | str) -> Any:
             raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
         level = below
     return value
+
+
+def _value_count(raw: bytes) -> int:
+    """About how many values ``raw`` holds: its commas, colons and brackets outside strings.
+    A value takes a byte at least, so a short body is not looked at; a long one is scanned a
+    megabyte at a time (the GIL is let go between scans, so the server's event loop is not
+    held up), and only when its marks anywhere exceed the limit are its strings taken out."""
+    if len(raw) <= MAX_JSON_VALUES:
+        return 0
+    marks = sum(
+        len(raw[start : start + _SCAN_BYTES].translate(None, _NOT_MARK))
+        for start in range(0, len(raw), _SCAN_BYTES)
+    )
+    if marks <= MAX_JSON_VALUES:
+        return 0
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")  # every " left delimits a string
+    outside = _JSON_STRING.sub(b"", unescaped.translate(None, _NOT_STRUCTURE))
+    return len(outside) - outside.count(b'"')
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_JSON_NUMBER_CHARS:
+        raise ValueError(f"a number has more than {MAX_JSON_NUMBER_CHARS} characters")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    if len(text) > MAX_JSON_NUMBER_CHARS:
+        raise ValueError(f"a number has more than {MAX_JSON_NUMBER_CHARS} characters")
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is beyond a float's range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (numbers are finite)")
 
 
 @dataclass
@@ -188,11 +268,24 @@ def json_response(
     return MockResponse(status, {"content-type": JSON_CONTENT_TYPE, **(headers or {})}, dumps(obj))
 
 
+MAX_ERROR_MESSAGE_CHARS = 2_000
+"""The longest message an Error body holds."""
+
+
+def shown(text: str, limit: int = 100) -> str:
+    """``text`` quoted for a message, its first ``limit`` characters only (a request's value
+    can be megabytes long)."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
 def error_body(
     message: str, type: str, code: str, *, param: str | None = None, **extra: object
 ) -> dict[str, Any]:
     """The spec's Error body (`ErrorBody`, the model the client parses it with), ``param``
-    added, plus any ``extra`` members inside ``error``."""
+    added, plus any ``extra`` members inside ``error``; a message is cut at
+    `MAX_ERROR_MESSAGE_CHARS` (it may quote what the request sent)."""
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[: MAX_ERROR_MESSAGE_CHARS - 1] + "\u2026"
     error = ErrorObject(message=message, type=type, code=code, param=param, **extra)
     return ErrorBody(error=error).model_dump()
 

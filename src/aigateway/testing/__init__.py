@@ -27,10 +27,12 @@ from ._accounts import Account, Charge, ChargeResult, Ledger
 from ._cassette import CassetteError, CassetteTransport
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
 from ._clock import MockClock
+from ._connections import ConnectionLimits
 from ._engine import ScriptedReply
 from ._faults import FaultPlan
 from ._gateway import MockGateway
 from ._idempotency import IdempotencyStore
+from ._quotas import Quota, QuotaExceeded, Quotas
 from ._ratelimits import PRESETS as RATE_LIMIT_PRESETS
 from ._ratelimits import RateLimiter, RateLimits
 from ._routes import RequestContext
@@ -48,6 +50,7 @@ __all__ = [
     "RATE_LIMIT_PRESETS",
     "Charge",
     "ChargeResult",
+    "ConnectionLimits",
     "FaultPlan",
     "IdempotencyStore",
     "Ledger",
@@ -58,6 +61,9 @@ __all__ = [
     "MockTransport",
     "ModelSpec",
     "Plan",
+    "Quota",
+    "QuotaExceeded",
+    "Quotas",
     "RequestContext",
     "ScriptedReply",
     "ServiceCatalogue",

@@ -7,6 +7,12 @@ delivery faults out for real: an injected latency and the stream pacing are wait
 ``/v1/stream`` is the WebSocket endpoint (see `aigateway.testing._ws`). ``handle`` runs in a
 worker thread, so a slow handler never blocks the server's event loop.
 
+What a connection may hold is bounded (`aigateway.testing._connections`): a body must arrive
+within ``limits.request_body`` seconds (else a 408 and the connection is closed), a body over
+``limits.free_body_bytes`` is read only within the `BodyBudget` and holds its share until the
+gateway has answered, and a WebSocket client must send its message within
+``limits.websocket_idle`` seconds (else the server closes it, code 1008).
+
 Closing a connection is not part of ASGI: the server passes a callable that does it as the
 scope extension ``aigateway.cut`` (`aigateway.testing._server` adds it to uvicorn). Without it a
 drop is left to the server: `ConnectionDropped` is raised to it.
@@ -25,9 +31,10 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from ._connections import BodyBudget, ConnectionLimits, Reservation
 from ._faults import ConnectionDropped, FaultyResponse
 from ._pacing import PacedBody, held_pacing
-from ._wire import MockRequest, MockResponse, declared_length
+from ._wire import MockRequest, MockResponse, bearer_key, declared_length, error_response
 from ._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
@@ -53,11 +60,11 @@ def _headers(scope: Scope) -> dict[str, str]:
             for name, value in scope.get("headers", [])}  # fmt: skip
 
 
-def _mock_request(scope: Scope, body: bytes) -> MockRequest:
+def _mock_request(scope: Scope, headers: dict[str, str], body: bytes) -> MockRequest:
     raw_path = scope.get("raw_path")
     path = raw_path.decode("ascii") if raw_path else scope["path"]
     query = scope.get("query_string", b"").decode("latin-1")
-    return MockRequest(scope["method"], path.partition("?")[0], _headers(scope), body, query)
+    return MockRequest(scope["method"], path.partition("?")[0], headers, body, query)
 
 
 class _Reply:
@@ -108,10 +115,13 @@ class _Reply:
 
 
 class MockASGIApp:
-    """An ASGI app serving a `MockGateway` (HTTP and the ``/v1/stream`` WebSocket)."""
+    """An ASGI app serving a `MockGateway` (HTTP and the ``/v1/stream`` WebSocket), within
+    ``limits``."""
 
-    def __init__(self, gateway: MockGateway) -> None:
+    def __init__(self, gateway: MockGateway, limits: ConnectionLimits | None = None) -> None:
         self.gateway = gateway
+        self.limits = limits if limits is not None else ConnectionLimits()
+        self.bodies = BodyBudget(self.limits.body_bytes_in_flight, self.limits.free_body_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -129,10 +139,23 @@ class MockASGIApp:
         return _Reply(response, held[-1] if held else None)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await _read_body(scope, receive, self.gateway.max_body_bytes)
-        if body is None:
-            return
-        reply = await self._handle(_mock_request(scope, body))
+        headers = _headers(scope)
+        reservation = self.bodies.reservation(bearer_key(headers))
+        try:
+            try:
+                with anyio.fail_after(self.limits.request_body):
+                    body = await _read_body(
+                        headers, receive, self.gateway.max_body_bytes, reservation
+                    )
+            except TimeoutError:
+                await _send_http(_Reply(self._late_body(), None), send)
+                return
+            if body is None:
+                return
+            reply = await self._handle(_mock_request(scope, headers, body))
+            del body  # the request's bytes go when the gateway is done with them
+        finally:
+            reservation.release()
         if reply.is_plain:  # two sends that never wait: nothing to watch for a disconnect
             await _send_http(reply, send)
             return
@@ -154,6 +177,16 @@ class MockASGIApp:
         finally:
             reply.close()
 
+    def _late_body(self) -> MockResponse:
+        seconds = self.limits.request_body
+        return error_response(
+            408,
+            f"the request body did not arrive within {seconds:g} s",
+            "invalid_request_error",
+            "request_timeout",
+            headers={"connection": "close"},
+        )
+
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "websocket.connect":
             return
@@ -168,7 +201,14 @@ class MockASGIApp:
             await send({"type": "websocket.send", "text": frame})
             await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": reason})
             return
-        message = await receive()
+        message: Message | None = None
+        with anyio.move_on_after(self.limits.websocket_idle):
+            message = await receive()
+        if message is None:
+            seconds = self.limits.websocket_idle
+            reason = f"no message within {seconds:g} s of the handshake"
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": reason})
+            return
         if message["type"] != "websocket.receive":
             return
         reply = await self._handle(session.request(message.get("text") or message["bytes"]))
@@ -191,17 +231,25 @@ class MockASGIApp:
             reply.close()
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+async def _read_body(
+    headers: dict[str, str], receive: Receive, limit: int, reservation: Reservation
+) -> bytes | None:
     """The request's body, or None when the client left. Reading stops past ``limit`` bytes,
-    and does not start when ``Content-Length`` declares more: the gateway answers 413."""
-    if declared_length(_headers(scope)) > limit:
+    and does not start when ``Content-Length`` declares more: the gateway answers 413. A body
+    is covered by ``reservation`` before it is read: its declared length, or the limit once a
+    body without one outgrows what the budget lets go free."""
+    declared = declared_length(headers)
+    if declared > limit:
         return b""
+    await reservation.cover(declared)
     body = bytearray()
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
         body += message.get("body", b"")
+        if not declared:
+            await reservation.cover_growing(len(body), limit)
         if len(body) > limit or not message.get("more_body"):
             return bytes(body)
 

@@ -15,18 +15,20 @@ serving, its ``uvicorn.error`` logger writes the credential headers of WebSocket
 
 from __future__ import annotations
 
+import ctypes
 import ipaddress
 import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._optional import require
 from ._asgi import CUT_EXTENSION, MockASGIApp
 from ._clock import MockClock
+from ._connections import ClientConnections, ConnectionLimits, GuardedConnection
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
@@ -57,23 +59,64 @@ class _CredentialFilter(logging.Filter):
         return True
 
 
+class _ErrorsOnStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes the mock's errors on stderr: a 500's traceback and request id."""
+
+
+def _log_errors_on_stderr() -> Callable[[], None]:
+    """Send the ``aigateway.testing`` logger's errors to stderr (once however many servers
+    run); returns what undoes it."""
+    logger = logging.getLogger("aigateway.testing")
+    if any(isinstance(handler, _ErrorsOnStderr) for handler in logger.handlers):
+        return lambda: None
+    handler = _ErrorsOnStderr()
+    handler.setLevel(logging.ERROR)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    return lambda: logger.removeHandler(handler)
+
+
+_MMAP_THRESHOLD = -3
+"""glibc's ``M_MMAP_THRESHOLD`` (``mallopt``)."""
+
+
+def _return_large_blocks_to_the_os(threshold: int = 256 * 1024) -> None:
+    """Have glibc serve blocks from ``threshold`` bytes up with their own mappings, given
+    back to the OS when freed. Left to itself, glibc raises that threshold to the largest
+    block freed so far (up to 32 MiB), so after one large body the next ones come from its
+    heaps and their memory stays with the process. Nothing happens without glibc."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_MMAP_THRESHOLD, threshold)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 def _uvicorn() -> Any:
     return require("uvicorn", "server", "serving the mock gateway over HTTP")
 
 
-def server_config(gateway: MockGateway, *, host: str, port: int) -> Any:
-    """The uvicorn configuration serving ``gateway`` (HTTP and WebSocket, quiet logs)."""
+def server_config(
+    gateway: MockGateway, *, host: str, port: int, limits: ConnectionLimits | None = None
+) -> Any:
+    """The uvicorn configuration serving ``gateway`` (HTTP and WebSocket, quiet logs), its
+    connections within ``limits``."""
     uvicorn = _uvicorn()
     require("websockets", "server", "the mock gateway's WebSocket endpoint")
+    limits = limits if limits is not None else ConnectionLimits()
     return uvicorn.Config(
-        MockASGIApp(gateway),
+        MockASGIApp(gateway, limits),
         host=host,
         port=port,
         lifespan="off",
         log_level="warning",
         log_config=None,
         access_log=False,  # log_level="warning" silences it anyway; this skips building it
-        http=_cuttable_h11_protocol(),
+        http=_cuttable_h11_protocol(limits),
+        timeout_keep_alive=limits.keep_alive,
+        ws_max_size=limits.websocket_message_bytes,
+        ws_ping_interval=limits.websocket_ping_interval,
+        ws_ping_timeout=limits.websocket_ping_timeout,
         ws=_websocket_implementation(uvicorn.__version__),
         timeout_graceful_shutdown=2,
     )
@@ -87,11 +130,12 @@ def _websocket_implementation(uvicorn_version: str) -> str:
     return "websockets-sansio" if release >= (0, 50, 1) else "websockets"
 
 
-def _cuttable_h11_protocol() -> type:
-    """uvicorn's h11 protocol, giving each request the ``aigateway.cut`` extension."""
+def _cuttable_h11_protocol(limits: ConnectionLimits) -> type:
+    """uvicorn's h11 protocol, giving each request the ``aigateway.cut`` extension, its
+    connections guarded (`GuardedConnection`: a cap per client address, a head deadline)."""
     h11_impl = require("uvicorn.protocols.http.h11_impl", "server", "serving the mock gateway")
 
-    class CuttableH11Protocol(h11_impl.H11Protocol):  # type: ignore[misc,name-defined]
+    class CuttableH11Protocol(GuardedConnection, h11_impl.H11Protocol):  # type: ignore[misc,name-defined]
         app: Any
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -104,6 +148,8 @@ def _cuttable_h11_protocol() -> type:
 
             self.app = with_cut
 
+    CuttableH11Protocol.limits = limits
+    CuttableH11Protocol.clients = ClientConnections(limits.per_client)  # one server's
     return CuttableH11Protocol
 
 
@@ -144,8 +190,11 @@ def serve(
     port: int = 0,
     clock: ClockMode = "wall",
     clock_speed: float = 1.0,
+    limits: ConnectionLimits | None = None,
 ) -> Iterator[str]:
-    """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL."""
+    """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL. While it
+    runs, the gateway's errors (a 500's traceback and request id) are written on stderr; from
+    its start, the process gives large freed blocks back to the OS (with glibc)."""
     if clock not in ("wall", "manual"):
         raise ValueError(f"clock is 'wall' or 'manual', got {clock!r}")
     MockClock(wall=lambda: 0.0).follow_wall_clock(clock_speed)  # the same check, before binding
@@ -155,7 +204,7 @@ def serve(
             f"it, so clock='manual' takes no clock_speed (got {clock_speed!r})"
         )
     uvicorn = _uvicorn()
-    config = server_config(gateway, host=host, port=port)
+    config = server_config(gateway, host=host, port=port, limits=limits)
     started = threading.Event()
 
     class _Server(uvicorn.Server):  # type: ignore[misc,name-defined]
@@ -173,6 +222,8 @@ def serve(
     credentials = _CredentialFilter()
     server_log = logging.getLogger("uvicorn.error")
     server_log.addFilter(credentials)
+    stop_logging_errors = _log_errors_on_stderr()
+    _return_large_blocks_to_the_os()
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="aigateway-mock-server", daemon=True
     )
@@ -188,6 +239,7 @@ def serve(
         if thread.is_alive():
             thread.join()
         server_log.removeFilter(credentials)
+        stop_logging_errors()
         sock.close()
         if was_manual:
             gateway.clock.freeze()

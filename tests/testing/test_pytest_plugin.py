@@ -228,7 +228,8 @@ def test_bad_marker_options_fail_the_test_naming_what_is_allowed(
     prefix = "@pytest.mark.aigateway: "
     assert failures["test_unknown_option"] == (
         prefix + "unknown option 'presets'; allowed: allow_hosts, catalogue, clock, credits, "
-        "faults, fixed_keys, max_body_bytes, max_logged_requests, rate_limits, seed, services, time_to_first_token, token_delay"
+        "faults, fixed_keys, max_body_bytes, max_logged_body_bytes, max_logged_requests, quota, "
+        "rate_limits, seed, services, strict_fields, time_to_first_token, token_delay"
     )
     assert failures["test_positional"].startswith(prefix + "takes keyword options only")
     assert failures["test_unknown_preset"].startswith(prefix + "unknown rate-limit preset")

@@ -15,11 +15,13 @@ Fixtures, each fresh per test:
 
 The marker::
 
-    @pytest.mark.aigateway(seed=3, credits=5, rate_limits="paid",
+    @pytest.mark.aigateway(seed=3, credits=5, rate_limits="paid", strict_fields=True,
                            faults=[("fail", 503, {"times": 2})], allow_hosts=["localhost"])
 
-takes every keyword of `MockGateway` plus ``faults`` (``(method, *args, {kwargs})`` tuples
-calling ``gateway.faults.<method>``, or a callable given the gateway) and ``allow_hosts``.
+takes every keyword of `MockGateway` (``strict_fields=True``: a chat request's unknown body
+field is a 400 naming it, so a misspelt parameter fails the test) plus ``faults``
+(``(method, *args, {kwargs})`` tuples calling ``gateway.faults.<method>``, or a callable given
+the gateway) and ``allow_hosts``.
 
 While a test uses these fixtures or carries the marker, a network guard fails it on any
 lookup of or connection to a host other than loopback addresses and ``allow_hosts``, before

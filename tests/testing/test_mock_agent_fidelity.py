@@ -7,6 +7,8 @@ reported or, with ``strict_fields``, refused."""
 from __future__ import annotations
 
 import json
+import random
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Literal
@@ -15,8 +17,11 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-from aigateway import BadRequestError, pydantic_function_tool
+from aigateway import BadRequestError, Client, cli, pydantic_function_tool
 from aigateway.testing import MockGateway, RateLimits
+from aigateway.testing._policy import prompt_schema
+from aigateway.testing._schema import sample_schema
+from aigateway.testing._schema_keywords import conforms
 
 from ._helpers import Chat, ok, user
 from ._schema_check import schema_errors
@@ -381,6 +386,8 @@ def test_unknown_fields_are_reported_by_default(chat: Chat) -> None:
     assert response.status_code == 200
     assert response.headers["x-mock-unknown-fields"] == "temprature, store"
     assert "x-mock-unknown-fields" not in chat().headers
+    many = chat(**{f"x{i}": i for i in range(25)}).headers["x-mock-unknown-fields"]
+    assert many.endswith(", x18, x19, (5 more)")
 
 
 def test_strict_fields_refuse_an_unknown_field() -> None:
@@ -396,8 +403,32 @@ def test_strict_fields_refuse_an_unknown_field() -> None:
 
 
 @pytest.mark.aigateway(strict_fields=True)
-def test_the_pytest_marker_sets_strict_fields(aigateway_mock: MockGateway) -> None:
-    assert aigateway_mock.strict_fields is True
+def test_the_pytest_marker_sets_strict_fields(aigateway_client: Client) -> None:
+    with pytest.raises(BadRequestError, match="store"):
+        aigateway_client.chat.completions.create(
+            model="gpt-4o", messages=user(), extra_body={"store": True}
+        )
+
+
+def test_mock_serve_strict_fields(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused: list[str] = []
+
+    def one_request_then_ctrl_c() -> None:
+        out = capsys.readouterr().out
+        url = out.split("serving at ")[1].split()[0]
+        key = out.split("credits): ")[1].split()[0]
+        body = {"model": "gpt-4o", "messages": user(), "temprature": 1}
+        reply = httpx.post(
+            f"{url}/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+        )
+        refused.append(reply.json()["error"]["param"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "wait_until_interrupted", one_request_then_ctrl_c)
+    assert cli.main(["mock", "serve", "--port", "0", "--strict-fields"]) == 0
+    assert refused == ["temprature"]
 
 
 # -- the served mock and the official openai SDK -------------------------------------------
@@ -432,3 +463,39 @@ def test_openai_sdk_flows_on_the_served_mock() -> None:
                 model="gpt-4o", messages=messages, extra_body={"temprature": 1}
             )
         sdk.close()
+
+
+# -- bounded work on hostile prompts and schemas -------------------------------------------
+
+
+def test_looking_for_a_prompt_schema_is_bounded() -> None:
+    nested = '{"properties": {"a": ' * 5_000  # never closed, deeper than json can go
+    many_open = ('{"properties": [' + "1," * 2_000) * 200  # each one read to the end
+    texts = [nested, many_open, "{" * 100_000 + '"properties"']
+    started = time.process_time()
+    assert prompt_schema(texts) is None
+    assert time.process_time() - started < 1
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert prompt_schema([f'noise {{}} {json.dumps(schema)} and {{"x": 1}}']) == schema
+    assert prompt_schema(['{"properties": {"a": ["not", "a", "schema"]}}']) is None
+
+
+def test_an_example_or_default_is_used_only_when_it_fits() -> None:
+    rng = random.Random(0)
+    assert sample_schema({"type": "integer", "maximum": 5, "examples": [9]}, rng) <= 5
+    assert sample_schema({"type": "integer", "default": 4, "minimum": 1}, rng) == 4
+    huge = ["word"] * 100_000
+    value = sample_schema({"type": "array", "items": {"type": "string"}, "default": huge}, rng)
+    assert len(value) < 100
+    assert conforms({"a": [1, 2]}, {"properties": {"a": {"items": {"type": "integer"}}}})
+    assert not conforms({"a": [1, "2"]}, {"properties": {"a": {"items": {"type": "integer"}}}})
+    assert not conforms(list(range(10_000)), {"type": "array", "items": {"type": "integer"}})
+
+
+def test_the_request_log_names_the_unknown_fields(chat: Chat, gateway: MockGateway) -> None:
+    chat(temprature=0.2)
+    chat()
+    token = {"Authorization": f"Bearer {gateway.admin_token}"}
+    with httpx.Client(transport=gateway.transport(), base_url="http://mock") as admin:
+        log = admin.get("/_mock/requests", headers=token).json()["data"]
+    assert [entry["unknown_fields"] for entry in log] == [["temprature"], []]

@@ -20,7 +20,8 @@ admin token as ``Authorization: Bearer <gateway.admin_token>``; JSON in and out:
     PUT    /_mock/quota                    {"storage_bytes": 1048576} (the same, for it)
     PUT    /_mock/rate-limits              {"preset": "free_plan", "key": "..."} (no key: all)
     POST   /_mock/replies                  script the next chat reply (``enqueue_reply``)
-    GET    /_mock/requests?limit=50        the latest requests: method, path, status, id, time
+    GET    /_mock/requests?limit=50        the latest requests: method, path, status, id, time,
+                                           unknown chat body fields
 
 No token is a 401, another token a 403 (compared in constant time); a body that breaks the
 rules is a 400 naming the field and what is allowed. Admin requests are the mock's own

@@ -40,6 +40,7 @@ __all__ = [
     "find_model",
     "list_models",
     "retrieve_model",
+    "unknown_fields",
 ]
 
 _REQUEST_ADAPTER: TypeAdapter[ChatCompletionRequest] = TypeAdapter(ChatCompletionRequest)
@@ -172,10 +173,16 @@ def _complete(ctx: RequestContext, account: Account, raw: dict[str, Any]) -> Moc
 
 def _field_list(names: list[str]) -> str:
     """Field names for a header or a message: escaped to printable ASCII, cut to 64
-    characters each, at most `_MAX_NAMES` of them."""
+    characters each, at most `_MAX_NAMES` of them (then how many more there are)."""
     shown = [name.encode("unicode_escape").decode("ascii")[:64] for name in names[:_MAX_NAMES]]
     more = len(names) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")
+    return ", ".join(shown) + (f", ({more} more)" if more else "")
+
+
+def unknown_fields(response: MockResponse) -> tuple[str, ...]:
+    """The unknown body fields a chat reply's ``X-Mock-Unknown-Fields`` names (for the log)."""
+    named = response.headers.get(UNKNOWN_FIELDS_HEADER)
+    return tuple(named.split(", ")) if named else ()
 
 
 def _unknown_fields_response(unknown: list[str]) -> MockResponse:

@@ -40,13 +40,12 @@ import itertools
 import json
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._json_prompt import asks_for_code_block, prompt_schema
 from ._logprobs import token_logprobs
+from ._policy import Conversation, content_text
 from ._reply import (
     ChoiceOut,
     Completion,
@@ -120,25 +119,8 @@ def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
     return text, False
 
 
-def _content_text(content: object) -> tuple[str, int]:
-    """The text of a message's content and its number of image parts."""
-    if isinstance(content, str):
-        return content, 0
-    texts: list[str] = []
-    images = 0
-    if isinstance(content, list):
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("type") == "text" and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif part.get("type") == "image_url":
-                images += 1
-    return "\n".join(texts), images
-
-
 def _message_text(message: Mapping[str, Any]) -> tuple[str, int]:
-    text, images = _content_text(message.get("content"))
+    text, images = content_text(message.get("content"))
     extra: list[str] = []
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, Mapping) else None
@@ -172,7 +154,7 @@ def count_prompt_tokens(messages: Sequence[Mapping[str, Any]], limit: int | None
 
 def has_image(messages: Sequence[Mapping[str, Any]]) -> bool:
     """True when any message has an ``image_url`` content part."""
-    return any(_content_text(message.get("content"))[1] for message in messages)
+    return any(content_text(message.get("content"))[1] for message in messages)
 
 
 @dataclass(frozen=True)
@@ -253,7 +235,7 @@ class Engine:
         """
         stop = request.get("stop")
         stops = [stop] if isinstance(stop, str) else list(stop or [])
-        conversation = _Conversation(request["messages"], function_call)
+        conversation = Conversation(request["messages"])
         max_tokens: int = request.get(
             "max_completion_tokens", request.get("max_tokens", DEFAULT_MAX_TOKENS)
         )
@@ -264,7 +246,9 @@ class Engine:
             draft = (
                 self._scripted(scripted)
                 if scripted is not None
-                else self._generate(request, self.rng(request, model_id, *salt), conversation)
+                else self._generate(
+                    request, self.rng(request, model_id, *salt), conversation, function_call
+                )
             )
             choice = _finish(draft, stops, min(max_tokens, room), new_call_id)
             room -= choice.completion_tokens
@@ -285,7 +269,11 @@ class Engine:
         return _Draft(content, finish, calls, [call_id for call_id, _, _ in reply.tool_calls])
 
     def _generate(
-        self, request: Mapping[str, Any], rng: random.Random, conversation: _Conversation
+        self,
+        request: Mapping[str, Any],
+        rng: random.Random,
+        conversation: Conversation,
+        function_call: object,
     ) -> _Draft:
         tools = request.get("tools")
         if tools:
@@ -296,105 +284,40 @@ class Engine:
             if called:
                 return _Draft(None, "tool_calls", [(f["name"], _arguments(f, rng)) for f in called])
         elif request.get("functions"):
-            choice = conversation.legacy_choice
+            choice = _as_tool_choice(function_call)
             called = conversation.functions_to_call(request["functions"], choice, parallel=False)
             if called:
                 call = (called[0]["name"], _arguments(called[0], rng))
                 return _Draft(None, "function_call", [call], legacy=True)
-        return _Draft(conversation.answer(request, rng), "stop")
+        return _Draft(_answer(request, rng, conversation), "stop")
+
+
+def _answer(request: Mapping[str, Any], rng: random.Random, conversation: Conversation) -> str:
+    """The reply's text when it calls no tool: JSON as `Conversation.json_reply` says, else
+    prose (quoting the tool result it follows)."""
+    form = conversation.json_reply(request.get("response_format"))
+    if form is not None and form.schema is not None:
+        value = sample_schema(form.schema, rng, strict=form.strict)
+        text = json.dumps(value, ensure_ascii=False)
+        return f"```json\n{text}\n```" if form.fenced else text
+    messages = request["messages"]
+    answering = messages[-1].get("role") in ("tool", "function")
+    quote = _tool_answer(messages, rng) if answering else None
+    if form is not None:
+        return _json_text(rng, quote)
+    return quote if quote is not None else _prose(rng, 20, 60)
+
+
+def _as_tool_choice(function_call: object) -> object:
+    """The legacy ``function_call`` in the words of ``tool_choice``."""
+    if isinstance(function_call, Mapping):
+        return {"function": {"name": function_call.get("name")}}
+    return function_call or "auto"
 
 
 def _arguments(function: Mapping[str, Any], rng: random.Random) -> str:
     strict = function.get("strict") is True
     return json.dumps(sample_arguments(function.get("parameters"), rng, strict=strict))
-
-
-NAMED_TOOL_ROUNDS = 3
-"""How many times a tool named by ``tool_choice`` is called after the last user message
-before the model answers instead (room for a library's re-asks, which send a validation error
-back as the tool's result)."""
-
-
-class _Conversation:
-    """What the fake model reads in a request's messages, once for all its choices: the tools
-    called and the results given since the last user message, and the JSON the prompt asks
-    for."""
-
-    def __init__(self, messages: Sequence[Mapping[str, Any]], function_call: object) -> None:
-        self.messages = messages
-        self.legacy_choice: object = function_call or "auto"
-        """The legacy ``function_call`` in the words of ``tool_choice``."""
-        if isinstance(function_call, Mapping):
-            self.legacy_choice = {"function": {"name": function_call.get("name")}}
-        self.calls: Counter[str] = Counter()
-        self.has_results = False
-        for message in reversed(messages):
-            role = message.get("role")
-            if role == "user":
-                break
-            if role in ("tool", "function"):
-                self.has_results = True
-            elif role == "assistant":
-                for call in message.get("tool_calls") or ():
-                    function = call.get("function") if isinstance(call, Mapping) else None
-                    if isinstance(function, Mapping):
-                        self.calls[str(function.get("name"))] += 1
-                legacy = message.get("function_call")
-                if isinstance(legacy, Mapping):
-                    self.calls[str(legacy.get("name"))] += 1
-        self._prompt: tuple[dict[str, Any] | None, bool] | None = None
-
-    def functions_to_call(
-        self, functions: Sequence[Mapping[str, Any]], choice: object, *, parallel: bool
-    ) -> list[Mapping[str, Any]]:
-        """The functions the reply calls under ``choice`` (empty: the reply answers)."""
-        if choice == "none":
-            return []
-        if isinstance(choice, Mapping):
-            name = choice["function"]["name"]
-            if self.calls[name] >= NAMED_TOOL_ROUNDS:
-                return []
-            return [f for f in functions if f["name"] == name][:1]
-        if choice != "required" and self.has_results:
-            return []
-        waiting = [f for f in functions if f["name"] not in self.calls]
-        return waiting if parallel else waiting[:1]
-
-    def prompt(self) -> tuple[dict[str, Any] | None, bool]:
-        """The JSON schema written in the messages (or None), and whether the prompt asks for
-        the JSON in a code block."""
-        if self._prompt is None:
-            texts = [
-                _content_text(message.get("content"))[0]
-                for message in reversed(self.messages)
-                if message.get("role") in ("system", "developer", "user")
-            ]
-            schema = prompt_schema(texts)
-            self._prompt = (schema, schema is not None and asks_for_code_block(texts))
-        return self._prompt
-
-    def answer(self, request: Mapping[str, Any], rng: random.Random) -> str:
-        """The reply's text when it calls no tool: JSON as ``response_format`` or the prompt
-        asks, else prose (quoting the tool result it follows)."""
-        response_format = request.get("response_format") or {}
-        kind = response_format.get("type")
-        if kind == "json_schema":
-            spec = response_format["json_schema"]
-            if spec.get("schema"):
-                strict = spec.get("strict") is True
-                return json.dumps(sample_schema(spec["schema"], rng, strict=strict))
-        else:
-            schema, fenced = self.prompt()
-            if schema is not None:
-                text = json.dumps(sample_schema(schema, rng, strict=True), ensure_ascii=False)
-                return f"```json\n{text}\n```" if fenced and kind != "json_object" else text
-        last = self.messages[-1]
-        quote = (
-            _tool_answer(self.messages, rng) if last.get("role") in ("tool", "function") else None
-        )
-        if kind in ("json_object", "json_schema"):
-            return _json_text(rng, quote)
-        return quote if quote is not None else _prose(rng, 20, 60)
 
 
 def _finish(
@@ -473,7 +396,7 @@ def _json_text(rng: random.Random, answer: str | None = None) -> str:
 
 def _tool_answer(messages: Sequence[Mapping[str, Any]], rng: random.Random) -> str:
     last = messages[-1]
-    result = " ".join(_content_text(last.get("content"))[0].split())
+    result = " ".join(content_text(last.get("content"))[0].split())
     name = "the tool"
     if last.get("role") == "function":
         name = f"the {last.get('name', 'function')} function"

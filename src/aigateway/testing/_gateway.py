@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
 from ._admin import add_admin_routes, is_admin_path
 from ._catalogue import Catalogue, ModelSpec, default_catalogue
-from ._chat import chat_completions, list_models, retrieve_model
+from ._chat import chat_completions, list_models, retrieve_model, unknown_fields
 from ._clock import MockClock
 from ._discovery import add_discovery_routes
 from ._engine import ScriptedReply
@@ -364,6 +364,7 @@ class MockGateway:
                 received,
                 known_key=known_key,
                 routed=routed,
+                unknown_fields=unknown_fields(response),
             )
         return response
 

@@ -31,6 +31,7 @@ state, or for a caller without a valid key the default limits with nothing used.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass, field
@@ -246,15 +247,17 @@ class RateLimiter:
         )
 
 
-def _counted_windows(limits: RateLimits) -> list[int]:
+@functools.lru_cache(maxsize=64)
+def _counted_windows(limits: RateLimits) -> tuple[int, ...]:
     """The lengths of the request windows counted for ``limits``: the limited ones, or the
     minute's when nothing at all is limited (so ``unlimited`` reports requests made)."""
     lengths = [length for name, length, _ in _REQUEST_WINDOWS if getattr(limits, name) is not None]
     if not lengths and limits.tokens_per_minute is None:
         lengths.append(_MINUTE)
-    return lengths
+    return tuple(lengths)
 
 
+@functools.lru_cache(maxsize=64)
 def _described_window(limits: RateLimits) -> tuple[int, int]:
     """(limit, window length) of the request window ``X-RateLimit-*`` describe: the first
     limited of the minute, hour and day, else `UNLIMITED` per minute."""

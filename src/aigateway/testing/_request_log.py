@@ -39,6 +39,9 @@ class LoggedRequest:
     """When it was answered, on the gateway's clock."""
     received: float
     """When it arrived (and its rate limits were checked), on the gateway's clock."""
+    unknown_fields: tuple[str, ...] = ()
+    """The body fields of a chat request the gateway did not know, as the reply's
+    ``X-Mock-Unknown-Fields`` named them."""
 
 
 class RequestLog:
@@ -66,11 +69,18 @@ class RequestLog:
         *,
         known_key: bool,
         routed: bool,
+        unknown_fields: tuple[str, ...] = (),
     ) -> None:
         """Log ``request``, answered with ``status``: its body (cut) only when ``routed``
         with a ``known_key``, an unknown key's ``Authorization`` never."""
         entry = LoggedRequest(
-            request.method, request.path[:1000], status or None, request_id, time, received
+            request.method,
+            request.path[:1000],
+            status or None,
+            request_id,
+            time,
+            received,
+            unknown_fields,
         )
         headers = request.headers
         if not known_key:

@@ -80,7 +80,7 @@ _MMAP_THRESHOLD = -3
 """glibc's ``M_MMAP_THRESHOLD`` (``mallopt``)."""
 
 
-def _return_large_blocks_to_the_os(threshold: int = 256 * 1024) -> None:
+def _return_large_blocks_to_the_os(threshold: int = 1024 * 1024) -> None:
     """Have glibc serve blocks from ``threshold`` bytes up with their own mappings, given
     back to the OS when freed. Left to itself, glibc raises that threshold to the largest
     block freed so far (up to 32 MiB), so after one large body the next ones come from its

@@ -15,9 +15,10 @@ checkout:
 - ``server``, ``ws``, ``progress``, ``redis``, ``otel``: the wheel with that extra alone, the
   smoke suite again (now the extra's feature works); ``server`` also starts
   ``aigateway mock serve`` as the docs say and lists the models through it. ``ray`` has no lane
-  of its own: Ray Data brings some 200 MB (ray, pyarrow, pandas) and a cluster that takes tens
-  of seconds to start on two cores, for a feature the development suite runs on a real local
-  cluster (tests/test_batch_ray.py); the plain lane checks its missing-extra error.
+  of its own: with Ray Data a venv holds some 500 MB (ray, pyarrow, pandas) and a batch of four
+  items on a local cluster took about 50 s on two cores, for a feature the development suite
+  runs on a real local cluster (tests/test_batch_ray.py); every other lane checks its
+  missing-extra error.
 - ``lowest``: the wheel with every extra but ``ray`` at the lowest versions ``pyproject.toml``
   allows (``uv pip install --resolution lowest-direct``), the test tools at whatever versions
   fit them, and the client's tests from the checkout (``.ci/client_tests.txt``) with the

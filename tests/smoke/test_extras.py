@@ -47,12 +47,13 @@ def installed(extra: str) -> bool:
     return True
 
 
-def needs(extra: str, use: Callable[[], Any]) -> bool:
-    """True when ``extra`` is installed; else checks that ``use()`` names it, and says False."""
+async def needs(extra: str, use: Callable[[], Any]) -> bool:
+    """True when ``extra`` is installed; else checks that ``use()`` (awaited if need be)
+    raises an ImportError naming it, and says False."""
     if installed(extra):
         return True
     with pytest.raises(ImportError, match=rf"pip install 'aigateway\[{extra}\]'"):
-        use()
+        await resolve(use())
     return False
 
 
@@ -75,7 +76,7 @@ async def test_server_serves_the_mock(kind: str, anyio_backend: str) -> None:
         with gateway.serve():
             pass
 
-    if not needs("server", serve):
+    if not await needs("server", serve):
         return
     with gateway.serve() as url:
         async with opened(kind, api_key=gateway.api_key, base_url=url, max_retries=0) as client:
@@ -93,18 +94,18 @@ async def test_server_serves_the_mock(kind: str, anyio_backend: str) -> None:
 
 
 async def test_ws_streams_over_a_websocket(kind: str, anyio_backend: str) -> None:
-    def connect() -> None:
-        with Client(api_key=KEY, base_url=f"http://127.0.0.1:{closed_port()}/v1") as client:
-            client.chat.completions.connect(model="gpt-4o-mini", messages=[USER])
-
-    if not needs("ws", connect):
-        return
     if kind == "async" and anyio_backend != "asyncio":
         pytest.skip("the async socket runs on asyncio only")
+    if not installed("ws"):  # nothing to connect to: the error comes before any connection
+        nowhere = f"http://127.0.0.1:{closed_port()}/v1"
+        async with opened(kind, api_key=KEY, base_url=nowhere) as client:
+            connect = client.chat.completions.connect
+            assert not await needs("ws", lambda: connect(model="gpt-4o-mini", messages=[USER]))
+        return
     with _websocket_gateway() as (url, handshakes):
         async with opened(kind, api_key=KEY, base_url=url, max_retries=0) as client:
-            connect_ = client.chat.completions.connect
-            socket = await resolve(connect_(model="gpt-4o-mini", messages=[USER]))
+            connect = client.chat.completions.connect
+            socket = await resolve(connect(model="gpt-4o-mini", messages=[USER]))
             assert _text(await read_all(socket)) == "hello"
     assert handshakes == [f"Authorization, {KEY}"]
 
@@ -119,20 +120,18 @@ async def test_progress_shows_a_batch_bar(
             return aigateway.run_batch(client, items, progress=True)
         return await aigateway.arun_batch(client, items, progress=True)
 
-    if not installed("progress"):
-        with pytest.raises(ImportError, match=r"pip install 'aigateway\[progress\]'"):
-            await run()
+    if not await needs("progress", run):
         return
     result = await run()
     assert [item.value.choices[0].message.content for item in result] == ["hello"] * 3
     assert "3/3" in capsys.readouterr().err
 
 
-def test_redis_says_when_it_is_unreachable() -> None:
+async def test_redis_says_when_it_is_unreachable() -> None:
     from aigateway.shared import RedisState
 
     state = RedisState(f"redis://127.0.0.1:{closed_port()}", timeout=0.2)
-    if needs("redis", lambda: state.usage(KEY)):
+    if await needs("redis", lambda: state.usage(KEY)):
         with pytest.raises(SharedStateError, match="unavailable"):
             state.usage(KEY)
 
@@ -141,7 +140,7 @@ async def test_otel_traces_each_call(kind: str, stub: StubGateway) -> None:
     def trace_globally() -> None:
         Client(api_key=KEY, base_url=stub.base_url, tracing=True).close()
 
-    if not needs("otel", trace_globally):
+    if not await needs("otel", trace_globally):
         return
     from opentelemetry import trace
 
@@ -162,13 +161,13 @@ async def test_otel_traces_each_call(kind: str, stub: StubGateway) -> None:
     assert names == ["chat gpt-4o-mini"]
 
 
-def test_ray_runs_batches_on_a_cluster() -> None:
+async def test_ray_runs_batches_on_a_cluster() -> None:
     from aigateway.helpers.ray import run_batch_on_ray
 
     def run() -> None:
         run_batch_on_ray([{"model": "gpt-4o-mini", "messages": [USER]}], client_options={})
 
-    if needs("ray", run):
+    if await needs("ray", run):
         pytest.skip("a Ray cluster is too heavy for a smoke test; tests/test_batch_ray.py runs one")
 
 

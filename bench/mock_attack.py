@@ -45,7 +45,7 @@ from pathlib import Path
 
 import httpx
 
-from .server_process import child_env
+from .server_process import child_env, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
@@ -140,12 +140,7 @@ def served_mock(rate_limits: str) -> Iterator[Served]:
             lines["AIGATEWAY_MOCK_ADMIN_TOKEN"],
         )
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process, 5)
 
 
 def rss_mb(pid: int, field_name: str = "VmRSS") -> float:

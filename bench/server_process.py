@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .server import ROOT
 
@@ -30,6 +31,20 @@ def child_env() -> dict[str, str]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
     return env
+
+
+def stop_process(proc: subprocess.Popen[Any], grace: float = 3.0) -> None:
+    """Stop a child: SIGTERM, SIGKILL if it still runs ``grace`` seconds later; its standard
+    output closed."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(grace)
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 class ServerProcess:
@@ -93,15 +108,7 @@ class ServerProcess:
         with contextlib.suppress(OSError):
             if proc.stdin is not None:
                 proc.stdin.close()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(3)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_process(proc)
 
     def __enter__(self) -> ServerProcess:
         return self.start()

@@ -53,6 +53,8 @@ _DROPPED_CLOSE = 1011
 """The WebSocket close code for a dropped connection (RFC 6455: the server hit a problem)."""
 _CUT_GRACE = 1.0
 """Seconds to wait for the server to notice a connection it was asked to close."""
+_PIECE_BYTES = 64 * 1024
+"""A whole body larger than this is sent in pieces of this size."""
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -81,8 +83,13 @@ class _Reply:
 
     @property
     def is_plain(self) -> bool:
-        """A whole body, delivered at once: no fault, no wait, no stream."""
-        return not (self.dropped or self._latency) and isinstance(self.response.body, bytes)
+        """A small whole body, delivered at once: no fault, no wait, no stream."""
+        body = self.response.body
+        return (
+            not (self.dropped or self._latency)
+            and isinstance(body, bytes)
+            and len(body) <= _PIECE_BYTES
+        )
 
     async def wait_latency(self) -> None:
         """The injected delay before the reply, if any."""
@@ -264,7 +271,15 @@ async def _send_http(reply: _Reply, send: Send) -> None:
         headers.append((b"content-length", str(len(response.body)).encode()))
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     if isinstance(response.body, bytes):
-        await send({"type": "http.response.body", "body": response.body})
+        # a large body in pieces: each waits for the client to take the last, so a client
+        # that reads nothing holds a piece in the server's memory, not the whole reply
+        whole = memoryview(response.body)
+        for start in range(0, len(whole), _PIECE_BYTES):
+            piece = bytes(whole[start : start + _PIECE_BYTES])
+            more = start + _PIECE_BYTES < len(whole)
+            await send({"type": "http.response.body", "body": piece, "more_body": more})
+        if not whole:
+            await send({"type": "http.response.body", "body": b""})
         return
 
     async def emit(event: bytes) -> None:

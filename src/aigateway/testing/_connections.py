@@ -4,13 +4,15 @@ The sans-io gateway bounds what a request may ask; this module bounds what a con
 hold, so that no client, however slow or many-socketed, delays another's request:
 
 * `ConnectionLimits`: the deadlines (an idle keep-alive connection, a request's head, its
-  body, a WebSocket's first message and its pings), the open connections per client address,
-  the size of a WebSocket message and the body bytes read and handled at once;
+  body, a client that stopped taking its reply, a WebSocket's first message and its pings),
+  the open connections per client address, the size of a WebSocket message and the body bytes
+  read and handled at once;
 * `ClientConnections`: the open connections of each client address; at the cap, the oldest
   idle one is closed to make room, and with none idle the new one is refused (a 503);
-* `GuardedConnection`: mixed into uvicorn's h11 protocol, it registers each connection and
+* `GuardedConnection`: mixed into uvicorn's h11 protocol, it registers each connection,
   closes one whose request head does not arrive in time (uvicorn closes an idle keep-alive
-  connection, but not one that trickles a head in, nor one that never sends a byte);
+  connection, but not one that trickles a head in, nor one that never sends a byte) and cuts
+  off one whose client stopped reading its reply;
 * `BodyBudget`: request bodies over `ConnectionLimits.free_body_bytes` are read only within a
   byte budget, half of it at most for one key, and held until the gateway has answered: one
   key sending the largest bodies it may waits for itself, not others for it.
@@ -47,6 +49,8 @@ class ConnectionLimits:
     """How often the server pings a WebSocket client."""
     websocket_ping_timeout: float = 20.0
     """How long a ping may wait for its pong before the connection is closed."""
+    response_stall: float = 30.0
+    """A client that takes none of a reply for this long (its reads stopped) is cut off."""
     websocket_message_bytes: int = 1 * _MIB
     """The largest WebSocket message (a larger one closes the connection, code 1009)."""
     per_client: int = 256
@@ -60,7 +64,13 @@ class ConnectionLimits:
         for name in ("per_client", "websocket_message_bytes", "body_bytes_in_flight"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        for name in ("keep_alive", "request_head", "request_body", "websocket_idle"):
+        for name in (
+            "keep_alive",
+            "request_head",
+            "request_body",
+            "response_stall",
+            "websocket_idle",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"{name} must be a number of seconds > 0, got {getattr(self, name)!r}"
@@ -85,7 +95,8 @@ TOO_MANY_CONNECTIONS = (
 
 class ClientConnections:
     """The open connections of each client address, at most ``limit`` each; used from the
-    event loop only. A connection is any object with ``transport`` and ``idle``."""
+    event loop only. A connection is any object with ``transport``, ``idle`` and
+    ``close()``."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -100,7 +111,7 @@ class ClientConnections:
             if idle is None:
                 self._open[address] = alive
                 return False
-            idle.transport.close()
+            idle.close()
             alive.remove(idle)
         alive.append(connection)
         self._open[address] = alive
@@ -121,8 +132,9 @@ class ClientConnections:
 
 class GuardedConnection:
     """Mixed in before uvicorn's ``H11Protocol``: counts the connection against its
-    address's cap and closes it when no request head arrives within
-    ``limits.request_head`` of the connection or of the last reply."""
+    address's cap, closes it when no request head arrives within ``limits.request_head`` of
+    the connection or of the last reply, and cuts it off when its client takes none of a
+    reply for ``limits.response_stall`` (what was left unsent is dropped)."""
 
     limits: ConnectionLimits
     clients: ClientConnections
@@ -131,6 +143,7 @@ class GuardedConnection:
     cycle: Any
     loop: Any
     _head_timer: asyncio.TimerHandle | None = None
+    _stall_timer: asyncio.TimerHandle | None = None
     _refused = False
 
     def connection_made(self, transport: Any) -> None:
@@ -147,14 +160,26 @@ class GuardedConnection:
             super().data_received(data)  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
+        for timer in (self._head_timer, self._stall_timer):
+            if timer is not None:
+                timer.cancel()
         self.clients.closed(self._address, self)
         super().connection_lost(exc)  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # type: ignore[misc]
         self._wait_for_head()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        if self._stall_timer is None:
+            self._stall_timer = self.loop.call_later(self.limits.response_stall, self._cut_off)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()  # type: ignore[misc]
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
 
     @property
     def idle(self) -> bool:
@@ -177,6 +202,17 @@ class GuardedConnection:
     def _head_is_late(self) -> None:
         self._head_timer = None
         if self.idle:
+            self.close()
+
+    def _cut_off(self) -> None:
+        self._stall_timer = None
+        self.transport.abort()
+
+    def close(self) -> None:
+        """Close the connection; a reply its client never took is dropped, not kept to send."""
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
             self.transport.close()
 
 

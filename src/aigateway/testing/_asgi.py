@@ -163,6 +163,9 @@ class MockASGIApp:
             del body  # the request's bytes go when the gateway is done with them
         finally:
             reservation.release()
+        await self._send_reply(scope, receive, send, reply)
+
+    async def _send_reply(self, scope: Scope, receive: Receive, send: Send, reply: _Reply) -> None:
         if reply.is_plain:  # two sends that never wait: nothing to watch for a disconnect
             await _send_http(reply, send)
             return

@@ -21,6 +21,9 @@ hold, so that no client, however slow or many-socketed, delays another's request
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +31,14 @@ import anyio
 
 from ._wire import dumps, error_body
 
-__all__ = ["BodyBudget", "ClientConnections", "ConnectionLimits", "GuardedConnection"]
+__all__ = [
+    "BodyBudget",
+    "ClientConnections",
+    "ConnectionLimits",
+    "GuardedConnection",
+    "MemoryGiver",
+    "return_large_blocks_to_the_os",
+]
 
 _MIB = 1024 * 1024
 
@@ -279,3 +289,58 @@ class Reservation:
         if self._held:
             self._budget.give_back(self._key, self._held)
             self._held = 0
+
+
+# -- memory given back to the system -------------------------------------------------------
+
+_MMAP_THRESHOLD = -3
+"""glibc's ``M_MMAP_THRESHOLD`` (``mallopt``)."""
+
+
+@functools.cache
+def _libc() -> Any:
+    """The C library, or None where it cannot be loaded by name (Windows)."""
+    try:
+        return ctypes.CDLL(None)
+    except (OSError, TypeError):
+        return None
+
+
+def return_large_blocks_to_the_os(threshold: int = 1024 * 1024) -> None:
+    """Have glibc serve blocks from ``threshold`` bytes up with their own mappings, given
+    back to the OS when freed. Left to itself, glibc raises that threshold to the largest
+    block freed so far (up to 32 MiB), so after one large body the next ones come from its
+    heaps and their memory stays with the process. (Not lower than 1 MiB: asyncio reads into
+    256 KiB buffers, which would each become a mapping.) Nothing happens without glibc."""
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_MMAP_THRESHOLD, threshold)
+
+
+class MemoryGiver:
+    """While it runs, gives the free memory of glibc's heaps back to the OS every
+    ``interval`` seconds (``malloc_trim``, from a thread of its own): what a burst of
+    requests freed does not stay with the process. Nothing happens without glibc."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> MemoryGiver:
+        trim = getattr(_libc(), "malloc_trim", None)
+        if trim is not None:
+            self._thread = threading.Thread(
+                target=self._run, args=(trim,), name="aigateway-mock-memory", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self, trim: Any) -> None:
+        while not self._stop.wait(self.interval):
+            trim(0)

@@ -15,7 +15,6 @@ serving, its ``uvicorn.error`` logger writes the credential headers of WebSocket
 
 from __future__ import annotations
 
-import ctypes
 import ipaddress
 import logging
 import os
@@ -28,7 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._optional import require
 from ._asgi import CUT_EXTENSION, MockASGIApp
 from ._clock import MockClock
-from ._connections import ClientConnections, ConnectionLimits, GuardedConnection
+from ._connections import (
+    ClientConnections,
+    ConnectionLimits,
+    GuardedConnection,
+    MemoryGiver,
+    return_large_blocks_to_the_os,
+)
 
 if TYPE_CHECKING:
     from ._gateway import MockGateway
@@ -74,22 +79,6 @@ def _log_errors_on_stderr() -> Callable[[], None]:
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     return lambda: logger.removeHandler(handler)
-
-
-_MMAP_THRESHOLD = -3
-"""glibc's ``M_MMAP_THRESHOLD`` (``mallopt``)."""
-
-
-def _return_large_blocks_to_the_os(threshold: int = 1024 * 1024) -> None:
-    """Have glibc serve blocks from ``threshold`` bytes up with their own mappings, given
-    back to the OS when freed. Left to itself, glibc raises that threshold to the largest
-    block freed so far (up to 32 MiB), so after one large body the next ones come from its
-    heaps and their memory stays with the process. Nothing happens without glibc."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_MMAP_THRESHOLD, threshold)
-    except (OSError, AttributeError, TypeError):
-        pass
 
 
 def _uvicorn() -> Any:
@@ -193,8 +182,9 @@ def serve(
     limits: ConnectionLimits | None = None,
 ) -> Iterator[str]:
     """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL. While it
-    runs, the gateway's errors (a 500's traceback and request id) are written on stderr; from
-    its start, the process gives large freed blocks back to the OS (with glibc)."""
+    runs, the gateway's errors (a 500's traceback and request id) are written on stderr and the
+    memory it frees goes back to the OS (with glibc: large blocks at once, from its start, the
+    rest every few seconds)."""
     if clock not in ("wall", "manual"):
         raise ValueError(f"clock is 'wall' or 'manual', got {clock!r}")
     MockClock(wall=lambda: 0.0).follow_wall_clock(clock_speed)  # the same check, before binding
@@ -223,7 +213,8 @@ def serve(
     server_log = logging.getLogger("uvicorn.error")
     server_log.addFilter(credentials)
     stop_logging_errors = _log_errors_on_stderr()
-    _return_large_blocks_to_the_os()
+    return_large_blocks_to_the_os()
+    memory = MemoryGiver().start()
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="aigateway-mock-server", daemon=True
     )
@@ -240,6 +231,7 @@ def serve(
             thread.join()
         server_log.removeFilter(credentials)
         stop_logging_errors()
+        memory.stop()
         sock.close()
         if was_manual:
             gateway.clock.freeze()

@@ -21,6 +21,7 @@ from aigateway.errors import (
     InvalidRequestError,
     RateLimitError,
     RateLimitInfo,
+    ResponseTooLargeError,
     Violation,
 )
 
@@ -61,6 +62,9 @@ def build(cls: type[BaseException]) -> BaseException:
         )
     if issubclass(cls, IncompleteStreamError):
         return cls("cut", chunks=[{"n": 1}, {"n": 2}], received=7, request=request)
+    if issubclass(cls, ResponseTooLargeError):
+        limits = {"limit": 100, "limit_name": "max_response_bytes", "received": 101}
+        return cls("too large", **limits, status_code=200, headers={"X-A": "1"}, request=request)
     if issubclass(cls, APIError):
         return cls("refused", request=request)
     if issubclass(cls, InvalidRequestError):

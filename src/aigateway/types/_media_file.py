@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union, cast
 
 from pydantic import BaseModel, PrivateAttr
 
+from .._body import DEFAULT_MAX_DOWNLOAD_BYTES
 from .._display import card, data_uri, guarded, media_html
 from ..errors import APIResponseValidationError
 from .files import decode_data_url
@@ -30,7 +31,8 @@ class MediaFile(BaseModel):
     ``read()`` and ``save(path)`` fetch an http URL with the `Client` that made the call (its
     timeout, retries and connection pool; the API key goes only to the gateway's own host);
     results of an `AsyncClient` use ``await aread()`` / ``await asave(path)``. ``data:`` URLs
-    decode locally. The bytes are kept after the first read. Showing a result in a notebook
+    decode locally. The bytes are kept after the first read; ``save`` streams them to the file
+    instead (up to its ``max_bytes``), keeping nothing in memory. Showing a result in a notebook
     fetches them once, within `DISPLAY_FETCH_TIMEOUT`, from a `Client` only; its plain repr
     never fetches.
     """
@@ -105,19 +107,44 @@ class MediaFile(BaseModel):
             self._content = decoded
         return self._content
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the file to ``path``; returns the path."""
+    def save(
+        self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
+    ) -> Path:
+        """Write the file to ``path``; returns the path.
+
+        Fetched by a client, the file goes to ``path`` as it arrives, never whole in memory, up
+        to ``max_bytes`` (decompressed; 2 GiB by default): past that the connection is closed,
+        no file is left and `ResponseTooLargeError` is raised. Bytes already here (read before,
+        a ``data:`` URL) are written as they are."""
         target = Path(path)
-        target.write_bytes(self.read())
+        fetch = self._file_fetch(want_async=False)
+        if fetch is None:
+            target.write_bytes(self.read())
+        else:
+            fetch(self.file_url, save_to=target, max_bytes=max_bytes)
         return target
 
-    async def asave(self, path: str | os.PathLike[str]) -> Path:
-        """Write the file to ``path`` (results of an `AsyncClient`); returns the path."""
-        import anyio
+    async def asave(
+        self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
+    ) -> Path:
+        """`save` for results of an `AsyncClient`."""
+        fetch = self._file_fetch(want_async=True)
+        if fetch is None:
+            import anyio
 
-        data = await self.aread()
-        await anyio.Path(path).write_bytes(data)
+            await anyio.Path(path).write_bytes(await self.aread())
+        else:
+            await fetch(self.file_url, save_to=path, max_bytes=max_bytes)
         return Path(path)
+
+    def _file_fetch(self, want_async: bool) -> Any:
+        """The fetch that writes the file as it arrives (a client's), when its bytes are still
+        to be fetched; None when they are here, or when ``fetch`` (bound by the caller)
+        returns bytes only."""
+        if self._content is not None or self._decoded() is not None:
+            return None
+        fetch = self._fetcher(want_async)
+        return fetch if "save_to" in inspect.signature(fetch).parameters else None
 
     def _available_bytes(self) -> bytes | None:
         """The bytes if they are here already (read before, or a ``data:`` URL), else None."""

@@ -17,11 +17,10 @@ the final completion is what it makes of the rebuilt one: a `ParsedChatCompletio
 from __future__ import annotations
 
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
-    Generator,
     Iterable,
     Iterator,
 )
@@ -30,8 +29,9 @@ from typing import Generic, cast
 
 from typing_extensions import TypeVar
 
+from ._closing import AsyncClosing, Closing
 from ._display import guarded, stream_html, stream_repr
-from ._streaming import AsyncChunkIterator, AsyncStream, Stream, SyncChunkIterator
+from ._streaming import AsyncStream, Stream
 from .errors import IncompleteStreamError
 from .types.chat import (
     ChatCompletion,
@@ -265,7 +265,7 @@ class _ChatStreamBase(Generic[CompletionT]):
         return stream_html(self, self.stream.state, self.accumulator.received, text)
 
 
-class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatCompletionChunk]):
+class ChatCompletionStream(_ChatStreamBase[CompletionT], Closing):
     """A streamed chat completion that adds its chunks up as they come.
 
     Iterate it for the chunks, or ``text_stream`` for the text deltas; then
@@ -280,17 +280,22 @@ class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatC
         super().__init__(finish)
         self.stream: Stream[ChatCompletionChunk] = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
+        self._chunks = iter(stream)
 
-    def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
+    def __iter__(self) -> Iterator[ChatCompletionChunk]:
+        return self
+
+    def __next__(self) -> ChatCompletionChunk:
         try:
-            for chunk in self.stream:
-                self._text = self.accumulator.add(chunk)
-                yield chunk
+            chunk = next(self._chunks)
         except IncompleteStreamError as error:
             error.partial = self.accumulator.completion()
             raise
+        self._text = self.accumulator.add(chunk)
+        return chunk
 
-    def _release(self) -> None:
+    def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent)."""
         self.stream.close()
 
     @property
@@ -312,9 +317,7 @@ class ChatCompletionStream(_ChatStreamBase[CompletionT], SyncChunkIterator[ChatC
         return self._final()
 
 
-class AsyncChatCompletionStream(
-    _ChatStreamBase[CompletionT], AsyncChunkIterator[ChatCompletionChunk]
-):
+class AsyncChatCompletionStream(_ChatStreamBase[CompletionT], AsyncClosing):
     """`ChatCompletionStream` for async code: ``async for``, ``await get_final_completion()``,
     ``async with``."""
 
@@ -326,25 +329,35 @@ class AsyncChatCompletionStream(
         super().__init__(finish)
         self.stream: AsyncStream[ChatCompletionChunk] = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
+        self._chunks = aiter(stream)
 
-    async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
+    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
+        return self
+
+    async def __anext__(self) -> ChatCompletionChunk:
         try:
-            async for chunk in self.stream:
-                self._text = self.accumulator.add(chunk)
-                yield chunk
+            chunk = await anext(self._chunks)
         except IncompleteStreamError as error:
             error.partial = self.accumulator.completion()
             raise
+        self._text = self.accumulator.add(chunk)
+        return chunk
 
-    async def _release(self) -> None:
+    async def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent, shielded)."""
         await self.stream.close()
 
     @property
-    async def text_stream(self) -> AsyncIterator[str]:
+    def text_stream(self) -> AsyncIterator[str]:
         """The text deltas of the first choice, as they arrive (empty ones skipped)."""
-        async for _ in self:
+        return _TextDeltas(self._next_text)
+
+    async def _next_text(self) -> str:
+        """The next non-empty text delta (`StopAsyncIteration` at the end)."""
+        while True:
+            await self.__anext__()
             if self._text:
-                yield self._text
+                return self._text
 
     async def until_done(self) -> None:
         """Read the rest of the stream."""
@@ -356,3 +369,20 @@ class AsyncChatCompletionStream(
         for ``stream(response_format=Model)``)."""
         await self.until_done()
         return self._final()
+
+
+class _TextDeltas:
+    """`AsyncChatCompletionStream.text_stream`: an iterator object rather than an async
+    generator, which, left unfinished, would be the garbage collector's to close (trio warns
+    of each)."""
+
+    __slots__ = ("_next_text",)
+
+    def __init__(self, next_text: Callable[[], Awaitable[str]]) -> None:
+        self._next_text = next_text
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self
+
+    async def __anext__(self) -> str:
+        return await self._next_text()

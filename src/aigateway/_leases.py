@@ -10,11 +10,12 @@ The client holds every open lease too (`OpenLeases`), so an open lease is never 
 were, the garbage collector would run the finalizers of httpx's and httpcore's body
 generators, and those close the connection under the pool's lock; a collection runs in
 whichever thread happens to allocate, and that thread may be inside the pool, holding that
-lock: a deadlock. A lease is therefore released at once only when that is safe (a sync lease
-dropped outside a collection); otherwise, and always for an async lease (a finalizer cannot
-await), it is queued, and released by the client's next request or its close, outside any lock.
-The async leases of an event loop still open when it ends are released by its end, inside it
-(`aigateway._loops.close_at_loop_end`): a connection must not outlive its loop.
+lock: a deadlock. A sync lease is therefore released at once only when that is safe (dropped
+outside a collection); otherwise it is queued, and released by the client's next request or
+its close, outside any lock. A finalizer cannot await: an async lease dropped unclosed is
+released by a task its event loop runs soon (as asyncio and trio finalize their own async
+generators). The async leases of a loop still open when it ends are released by its end,
+inside it (`aigateway._loops.close_at_loop_end`): a connection must not outlive its loop.
 """
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ gc.callbacks.append(_note_collection)
 
 
 class OpenLeases:
-    """The leases of a client (and its copies) not released yet, and those dropped unclosed
-    whose release waits for the client's next request or its close."""
+    """The leases of a client (and its copies) not released yet, and the sync ones dropped
+    unclosed by a garbage collection, whose release waits for the client's next request or
+    its close."""
 
     __slots__ = ("_loop_ends", "_open", "abandoned")
 
     def __init__(self) -> None:
         self._open: set[Lease] = set()
-        self.abandoned: deque[Lease] = deque()
-        """Dropped unclosed; the drivers release them before their next request."""
+        self.abandoned: deque[SyncLease] = deque()
+        """Dropped unclosed by a collection; the driver releases them before its next request."""
         self._loop_ends: PerLoop[tuple[object, AsyncGenerator[None, None]]] | None = None
         """Per event loop with async leases: the loop and the generator its end closes, which
         releases them (`aigateway._loops.close_at_loop_end`)."""
@@ -79,33 +81,10 @@ class OpenLeases:
         self._open.discard(lease)
 
     def release_abandoned(self) -> None:
-        """Release the sync leases dropped unclosed (the sync driver, before a request)."""
+        """Release the sync leases a collection dropped (before a request, or at the close)."""
         abandoned = self.abandoned
         while abandoned:
-            lease = abandoned.popleft()
-            if isinstance(lease, SyncLease):
-                lease.close_quietly()
-
-    async def arelease_abandoned(self) -> None:
-        """Release the async leases dropped unclosed on this event loop; forget those of a loop
-        that has ended (its connections ended with it); keep those of another loop that is
-        still running, for a request there."""
-        from ._loops import loop_ended
-
-        loop = _running_loop()
-        elsewhere = []
-        abandoned = self.abandoned
-        while abandoned:
-            lease = abandoned.popleft()
-            if not isinstance(lease, AsyncLease) or lease.released:
-                continue
-            if lease.loop is loop:
-                await lease.close_quietly()
-            elif loop_ended(lease.loop):
-                lease.forget()
-            else:
-                elsewhere.append(lease)
-        abandoned.extend(elsewhere)
+            abandoned.popleft().close_quietly()
 
     def loop_for_lease(self) -> object:
         """The running event loop, for an async lease made now. The first in a loop arranges
@@ -137,9 +116,7 @@ class OpenLeases:
                 await lease.close_quietly()
 
     async def aclose(self) -> None:
-        """The async client is closing: release the leases dropped unclosed, and every lease of
-        the running loop still open."""
-        await self.arelease_abandoned()
+        """The async client is closing: release every lease of the running loop still open."""
         if self._loop_ends is not None:
             watch = self._loop_ends.pop(_running_loop())
             if watch is not None:
@@ -187,11 +164,6 @@ class Lease:
         on_close, self._on_close = self._on_close, None
         return on_close
 
-    def _queue(self) -> None:
-        """Leave the release to the client's next request or its close."""
-        if self._leases is not None:
-            self._leases.abandoned.append(self)
-
 
 class SyncLease(Lease):
     __slots__ = ()
@@ -223,10 +195,10 @@ class SyncLease(Lease):
         garbage collection (the thread may hold the pool's lock): then at the next request."""
         if self.released:
             return
-        if _collecting:
-            self._queue()
-        else:
+        if not _collecting:
             self.close_quietly()
+        elif self._leases is not None:
+            self._leases.abandoned.append(self)
 
 
 class AsyncLease(Lease):
@@ -279,10 +251,16 @@ class AsyncLease(Lease):
         self._unregister()
 
     def abandon(self) -> None:
-        """The caller's object was dropped unclosed: a finalizer cannot await, so the release
-        waits for the client's next request or its close (or the end of the loop)."""
-        if not self.released:
-            self._queue()
+        """The caller's object was dropped unclosed: a finalizer cannot await, so the release is
+        a task of the lease's event loop, run soon (or forgotten, if that loop has ended)."""
+        if self.released:
+            return
+        from ._loops import run_soon
+
+        try:
+            run_soon(self.loop, self.close_quietly)
+        except Exception:  # the loop has ended (or the interpreter is shutting down)
+            self.forget()
 
 
 def _running_loop() -> object:

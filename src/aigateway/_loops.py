@@ -18,7 +18,15 @@ from typing import Generic, TypeVar
 
 import anyio
 
-__all__ = ["PerLoop", "close_at_loop_end", "current_loop", "is_asyncio", "loop_ended", "start"]
+__all__ = [
+    "PerLoop",
+    "close_at_loop_end",
+    "current_loop",
+    "is_asyncio",
+    "loop_ended",
+    "run_soon",
+    "start",
+]
 
 T = TypeVar("T")
 
@@ -58,6 +66,31 @@ def loop_ended(loop: object) -> bool:
 
 def _nothing() -> None:
     pass
+
+
+def run_soon(loop: object, async_fn: Callable[[], Awaitable[object]]) -> None:
+    """Run ``async_fn()`` as a task of ``loop`` (from `current_loop`) soon: from any thread,
+    and from a finalizer, even one the garbage collector runs (as asyncio and trio finalize
+    their own async generators). `RuntimeError` if the loop has ended."""
+    if is_asyncio(loop):
+        loop.call_soon_threadsafe(_start_task, loop, async_fn)  # type: ignore[attr-defined]
+        return
+    import trio
+
+    try:
+        loop.run_sync_soon(trio.lowlevel.spawn_system_task, async_fn)  # type: ignore[attr-defined]
+    except trio.RunFinishedError:
+        raise RuntimeError("the trio run has ended") from None
+
+
+_tasks: set[asyncio.Task[object]] = set()
+"""Tasks `run_soon` started: asyncio keeps only weak references to its tasks."""
+
+
+def _start_task(loop: asyncio.AbstractEventLoop, async_fn: Callable[[], Awaitable[object]]) -> None:
+    task: asyncio.Task[object] = loop.create_task(async_fn())  # type: ignore[arg-type]
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
 
 
 class PerLoop(Generic[T]):

@@ -12,6 +12,7 @@ import pytest
 
 import aigateway
 from aigateway import AsyncClient, Client
+from aigateway._body import accept_encoding
 from aigateway._config import DEFAULT_TIMEOUT
 
 from .conftest import CHAT_REPLY, resolve
@@ -73,6 +74,7 @@ async def test_headers_are_merged_as_httpx_merges_them(kind: str) -> None:
         headers={
             "Authorization": "Bearer sk-test",
             "Accept": "application/json",
+            "Accept-Encoding": accept_encoding(),
             "Content-Type": "application/json",
             "Idempotency-Key": "key-1",
             "USER-AGENT": "mine",

@@ -18,6 +18,7 @@ from aigateway import (
     Client,
     IncompleteStreamError,
     RateLimitError,
+    ResponseTooLargeError,
     RetryPolicy,
 )
 from aigateway.errors import APITimeoutError, StreamTimeoutError
@@ -42,12 +43,16 @@ def event(content: str, finish: str | None = None) -> bytes:
 
 class Pieces(AsyncIterator[bytes]):
     """Byte pieces for ``async for``: an iterator object rather than an async generator, so a
-    stream left early leaves nothing for trio to finalize."""
+    stream left early leaves nothing for trio to finalize; none after the body is closed, as
+    from a closed connection."""
 
-    def __init__(self, pieces: Iterator[bytes]) -> None:
+    def __init__(self, pieces: Iterator[bytes], body: Body) -> None:
         self._pieces = pieces
+        self._body = body
 
     async def __anext__(self) -> bytes:
+        if self._body.closed:
+            raise StopAsyncIteration
         try:
             return next(self._pieces)
         except StopIteration:
@@ -65,7 +70,7 @@ class Body(httpx.SyncByteStream, httpx.AsyncByteStream):
         yield from self.pieces()
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return Pieces(self.pieces())
+        return Pieces(self.pieces(), self)
 
     def close(self) -> None:
         self.closed = True
@@ -163,8 +168,10 @@ async def test_a_chunk_that_is_not_json_is_a_validation_error(kind: str) -> None
 async def test_an_event_over_one_mebibyte_is_refused(kind: str) -> None:
     huge = b"data: " + b"x" * 600_000 + b"\ndata: " + b"y" * 600_000 + b"\n\n"
     body = Body(lambda: iter([event("a"), huge[:700_000], huge[700_000:], b"data: [DONE]\n\n"]))
-    with pytest.raises(APIResponseValidationError, match="1048576 bytes"):
+    with pytest.raises(ResponseTooLargeError, match="max_event_size=1048576 bytes") as caught:
         await consume(kind, body)
+    assert caught.value.limit == 1_048_576
+    assert caught.value.received > 1_048_576
     assert body.closed
 
 
@@ -211,16 +218,16 @@ async def test_keep_alives_do_not_count_as_progress(kind: str) -> None:
     with pytest.raises(StreamTimeoutError, match="stream_idle_timeout") as caught:
         await consume(kind, body, stream_idle_timeout=10, retry_policy=fake_time())
     assert isinstance(caught.value, APITimeoutError)
+    assert (caught.value.limit_name, caught.value.limit) == ("stream_idle_timeout", 10)
     assert caught.value.received == 1
     assert body.closed
 
 
 async def test_the_deadline_stops_a_stream_that_never_ends(kind: str) -> None:
     body = Body(lambda: (event("more") for _ in iter(int, 1)))
-    with pytest.raises(StreamTimeoutError, match="deadline of 30 s") as caught:
-        await consume(
-            kind, body, stream_deadline=30, stream_idle_timeout=None, retry_policy=fake_time()
-        )
+    with pytest.raises(StreamTimeoutError, match=r"deadline of 30 s \(deadline\)") as caught:
+        await consume(kind, body, deadline=30, stream_idle_timeout=None, retry_policy=fake_time())
+    assert (caught.value.limit_name, caught.value.limit) == ("deadline", 30)
     assert 10 < caught.value.received < 40
 
 

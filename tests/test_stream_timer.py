@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aigateway._timeouts import StreamTimer
+from aigateway._timeouts import Deadline, StreamTimer
 
 
 def expected_overdue(
@@ -19,7 +19,7 @@ def expected_overdue(
 ) -> str | None:
     """Which limit a read at ``now`` has passed, by the definitions of the three limits."""
     if deadline is not None and now - start > deadline:
-        return "stream_deadline"
+        return "deadline"
     if last_event is None and first_event is not None:
         return "stream_first_event_timeout" if now - start > first_event else None
     since = start if last_event is None else last_event
@@ -49,7 +49,12 @@ def test_every_read_is_judged_by_the_limits_as_defined(
     reads: list[tuple[float, bool]],
 ) -> None:
     now = [start]
-    timer = StreamTimer(idle, deadline, lambda: now[0], first_event_timeout=first_event)
+
+    def clock() -> float:
+        return now[0]
+
+    call_deadline = None if deadline is None else Deadline(deadline, clock)
+    timer = StreamTimer(idle, call_deadline, clock, first_event_timeout=first_event)
     last_event: float | None = None
     for step, progressed in reads:
         now[0] += step
@@ -61,7 +66,9 @@ def test_every_read_is_judged_by_the_limits_as_defined(
                 last_event = now[0]
         else:
             assert got is not None
-            assert want in got
+            assert f"({want}" in got
+            assert timer.passed is not None
+            assert timer.passed[0] == want
             return  # a stream stops at the first limit passed
 
 

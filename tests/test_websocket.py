@@ -137,7 +137,8 @@ async def test_the_deadline_applies_to_sockets(ws_client: Client | AsyncClient) 
 
     slow = ws_client.with_options(retry_policy=fake_time())  # one second per reading
     with pytest.raises(StreamTimeoutError, match="deadline") as caught:
-        await socket_chunks(slow, model="gpt-4o", messages=HELLO, stream_deadline=6)
+        await socket_chunks(slow, model="gpt-4o", messages=HELLO, deadline=6)
+    assert caught.value.limit_name == "deadline"
     assert caught.value.received < 6
 
 

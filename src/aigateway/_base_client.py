@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import httpx
 
 from ._config import (
+    DEFAULT,
+    DEFAULT_DEADLINE,
     ClientConfig,
     TimeoutTypes,
     check_stream_timeouts,
     checked_api_key,
+    chosen_deadlines,
     coerce_timeout,
 )
 from ._display import card, field, guarded, plain, rate_limit_text
@@ -25,12 +28,11 @@ from ._ledger import CreditBudget, UsageLedger
 from ._limits import RateLimit, RequestBudget
 from ._logging import configure_from_env
 from ._retry import RetryPolicy
-from ._state import ClientState
+from ._state import ClientState, LoopSlots
 from ._timeouts import StreamTimeouts
 from .errors import ConfigurationError, RateLimitInfo
 
 if TYPE_CHECKING:
-    import anyio
     from typing_extensions import Self
 
     from ._shared.binding import SharedBinding
@@ -75,7 +77,7 @@ class LazyResource(Generic[ResourceT]):
 
 
 class BaseClient(Generic[PipelineT]):
-    _slots_type: Callable[[int], threading.BoundedSemaphore | anyio.Semaphore]
+    _slots_type: Callable[[int], threading.BoundedSemaphore | LoopSlots]
     _pipeline: PipelineT
     _owns_http_client: bool
     _closed: bool = False
@@ -91,6 +93,7 @@ class BaseClient(Generic[PipelineT]):
         stream_first_event_timeout: float | None,
         stream_idle_timeout: float | None,
         stream_deadline: float | None,
+        deadline: float | None,
         max_credits: float | None = None,
         tracing: object = False,
         shared_state: RedisState | None = None,
@@ -98,10 +101,14 @@ class BaseClient(Generic[PipelineT]):
         own_http_client_type: type[httpx.Client] | type[httpx.AsyncClient] | None = None,
         **settings: Any,
     ) -> None:
+        plain_deadline, stream_deadline = chosen_deadlines(
+            deadline, stream_deadline, unset=DEFAULT, plain=DEFAULT_DEADLINE, streams=None
+        )
         config = ClientConfig.resolve(
             stream_timeouts=StreamTimeouts(
                 stream_first_event_timeout, stream_idle_timeout, stream_deadline
             ),
+            deadline=plain_deadline,
             **settings,
         )
         observer = None
@@ -194,6 +201,7 @@ class BaseClient(Generic[PipelineT]):
         stream_first_event_timeout: float | None = UNCHANGED,
         stream_idle_timeout: float | None = UNCHANGED,
         stream_deadline: float | None = UNCHANGED,
+        deadline: float | None = UNCHANGED,
     ) -> Self:
         """A client with some settings changed, sharing this one's connections, memory and
         limits; settings not given stay as they are.
@@ -209,7 +217,8 @@ class BaseClient(Generic[PipelineT]):
             auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``.
             stream_first_event_timeout: Seconds from the request to a stream's first event.
             stream_idle_timeout: Seconds allowed between a stream's events.
-            stream_deadline: Seconds a whole stream may take.
+            stream_deadline: Deprecated: ``deadline`` for streams only.
+            deadline: Seconds a whole call may take (plain or streamed), retries included.
         """
         config = self._options_config(
             timeout=timeout, max_retries=max_retries, default_headers=default_headers
@@ -217,16 +226,24 @@ class BaseClient(Generic[PipelineT]):
         if auto_idempotency_keys is not UNCHANGED:
             config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
         streams = config.stream_timeouts
+        plain_deadline, stream_deadline = chosen_deadlines(
+            deadline,
+            stream_deadline,
+            unset=UNCHANGED,
+            plain=config.deadline,
+            streams=streams.deadline,
+        )
         config = config.with_changes(
+            deadline=plain_deadline,
             stream_timeouts=check_stream_timeouts(
                 StreamTimeouts(
                     streams.first_event
                     if stream_first_event_timeout is UNCHANGED
                     else stream_first_event_timeout,
                     streams.idle if stream_idle_timeout is UNCHANGED else stream_idle_timeout,
-                    streams.deadline if stream_deadline is UNCHANGED else stream_deadline,
+                    stream_deadline,
                 )
-            )
+            ),
         )
         if api_key is UNCHANGED:
             return self._copy_with(config, retry_policy)
@@ -341,7 +358,7 @@ def new_state(
     config: ClientConfig,
     ledger: UsageLedger,
     *,
-    slots: threading.BoundedSemaphore | anyio.Semaphore | None = None,
+    slots: threading.BoundedSemaphore | LoopSlots | None = None,
     shared_state: RedisState | None = None,
     rate_limit: RateLimit | None = None,
 ) -> ClientState:

@@ -271,10 +271,10 @@ class AsyncDecodedBody(_PieceSource):
             self._take(await anext(self._raw, None))
 
     async def aclose(self) -> None:
+        from ._leases import finish
+
         raw, self._raw = self._raw, None
-        aclose = getattr(raw, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await finish(raw)  # httpx's inner generators ended too, not left to the collector
 
 
 def decoded_body(response: httpx.Response) -> Iterator[bytes]:

@@ -11,6 +11,7 @@ deep to parse is treated as text, never a ``RecursionError``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -136,10 +137,24 @@ def request_failed(exc: Exception, request: httpx.Request) -> APIError:
             body=b"",
             request=request,
         )
+    elif isinstance(exc, RuntimeError) and _OTHER_LOOP.search(str(exc)):
+        error = APIError(
+            f"{request.method} {request.url.path} failed: the http client's connections belong "
+            f"to another event loop ({exc}); an httpx.AsyncClient cannot move between event "
+            "loops: make it inside the loop that uses it, or leave out http_client= (the "
+            "client's own pool is made per event loop)",
+            request=request,
+        )
     else:
         error = APIError(f"{request.method} {request.url.path} failed: {exc!r}", request=request)
     error.__cause__ = exc
     return error
+
+
+_OTHER_LOOP = re.compile(
+    r"Event loop is closed|bound to a different event loop|attached to a different loop"
+)
+"""What asyncio raises when an object of one event loop is used from another (or after it)."""
 
 
 def parse_body(parse: Callable[[bytes], T], response: httpx.Response) -> T:

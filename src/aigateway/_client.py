@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 import httpx
 
 from ._base_client import BaseClient, LazyResource
+from ._body import DEFAULT_MAX_RESPONSE_BYTES
 from ._closing import AsyncClosing, Closing
 from ._config import (
+    DEFAULT,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     TimeoutTypes,
@@ -25,10 +27,10 @@ from ._config import (
 from ._drivers import AsyncPipeline, SyncPipeline
 from ._http_clients import AsyncHTTPClient, HTTPClient
 from ._retry import RetryPolicy
+from ._state import LoopSlots
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT
 
 if TYPE_CHECKING:
-    import anyio
     from opentelemetry.trace import TracerProvider
 
     from ._limits import RateLimit
@@ -68,16 +70,20 @@ class Client(BaseClient[SyncPipeline], Closing):
     calls once that many credits are spent (``client.usage`` says what was).
 
     Timeouts: ``timeout`` (seconds, or an `httpx.Timeout` for connect, read, write and pool)
-    for every request; for streams and sockets also ``stream_first_event_timeout`` (from the
-    request to the first chunk; a timeout there is retried), ``stream_idle_timeout`` (between
-    chunks, 300 s) and ``stream_deadline`` (the whole stream). Every call takes the same
-    keywords to override them.
+    for every request; ``deadline`` for a whole call, its retries and waits included (600 s
+    for a plain call; none for a stream unless set, for the whole stream); for streams and
+    sockets also ``stream_first_event_timeout`` (from the request to the first chunk; a
+    timeout there is retried) and ``stream_idle_timeout`` (between chunks, 300 s). Every call
+    takes the same keywords to override them.
 
     Args:
         api_key: The gateway key; ``AIGATEWAY_API_KEY`` when not given. Sent only to the
             gateway's own host.
         base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not given.
         timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every request.
+        deadline: Seconds a whole call may take: connecting, every attempt, every wait between
+            attempts and, for a stream, its whole life. By default 600 for a plain call and
+            none for a stream (its idle timeout applies); None for none at all.
         max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
         default_headers: Headers sent with every request.
         http_client: Your own `httpx.Client` (you close it); its settings are used as they are.
@@ -88,10 +94,14 @@ class Client(BaseClient[SyncPipeline], Closing):
         wait_for_rate_limit: True: wait for a spent rate-limit window to reset instead of
             getting a `RateLimitError`.
         max_concurrency: The most requests in flight at once (a stream counts until closed).
+        max_response_bytes: The most bytes a reply read into memory may hold, counted after
+            decompression (64 MiB by default); past it the connection is closed and
+            `ResponseTooLargeError` raised. Streams hold each event to 1 MiB instead.
         stream_first_event_timeout: Seconds from a stream's request to its first event (a
             timeout there is retried); the idle timeout when not given.
         stream_idle_timeout: Seconds allowed between a stream's events; None for no limit.
-        stream_deadline: Seconds a whole stream may take; no limit when not given.
+        stream_deadline: Deprecated (removed in the next release): ``deadline`` for streams
+            only.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
@@ -110,6 +120,7 @@ class Client(BaseClient[SyncPipeline], Closing):
         api_key: str | None = None,
         base_url: str | httpx.URL | None = None,
         timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         http_client: httpx.Client | None = None,
@@ -118,9 +129,10 @@ class Client(BaseClient[SyncPipeline], Closing):
         auto_idempotency_keys: bool = False,
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
-        stream_deadline: float | None = None,
+        stream_deadline: float | None = DEFAULT,
         max_credits: float | None = None,
         tracing: bool | TracerProvider = False,
         shared_state: RedisState | None = None,
@@ -133,6 +145,7 @@ class Client(BaseClient[SyncPipeline], Closing):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
+            deadline=deadline,
             max_retries=max_retries,
             default_headers=default_headers,
             http_client=http_client,
@@ -141,6 +154,7 @@ class Client(BaseClient[SyncPipeline], Closing):
             auto_idempotency_keys=auto_idempotency_keys,
             wait_for_rate_limit=wait_for_rate_limit,
             max_concurrency=max_concurrency,
+            max_response_bytes=max_response_bytes,
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
@@ -222,6 +236,7 @@ class Client(BaseClient[SyncPipeline], Closing):
 
     def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""
+        self._pipeline.state.leases.release_abandoned()
         if not self._closed and self._owns_http_client:
             self._pipeline.http_client.close()
         self._closed = True
@@ -242,6 +257,9 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             gateway's own host.
         base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not given.
         timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every request.
+        deadline: Seconds a whole call may take: connecting, every attempt, every wait between
+            attempts and, for a stream, its whole life. By default 600 for a plain call and
+            none for a stream (its idle timeout applies); None for none at all.
         max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
         default_headers: Headers sent with every request.
         http_client: Your own `httpx.AsyncClient` (you close it); its settings are used as they are.
@@ -252,10 +270,14 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         wait_for_rate_limit: True: wait for a spent rate-limit window to reset instead of
             getting a `RateLimitError`.
         max_concurrency: The most requests in flight at once (a stream counts until closed).
+        max_response_bytes: The most bytes a reply read into memory may hold, counted after
+            decompression (64 MiB by default); past it the connection is closed and
+            `ResponseTooLargeError` raised. Streams hold each event to 1 MiB instead.
         stream_first_event_timeout: Seconds from a stream's request to its first event (a
             timeout there is retried); the idle timeout when not given.
         stream_idle_timeout: Seconds allowed between a stream's events; None for no limit.
-        stream_deadline: Seconds a whole stream may take; no limit when not given.
+        stream_deadline: Deprecated (removed in the next release): ``deadline`` for streams
+            only.
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
@@ -266,11 +288,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             from the gateway's replies; implies ``wait_for_rate_limit``.
     """
 
-    @staticmethod
-    def _slots_type(limit: int) -> anyio.Semaphore:
-        import anyio  # only with max_concurrency: keeps `import aigateway` light
-
-        return anyio.Semaphore(limit)
+    _slots_type = LoopSlots
 
     def __init__(
         self,
@@ -278,6 +296,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         api_key: str | None = None,
         base_url: str | httpx.URL | None = None,
         timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -286,9 +305,10 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         auto_idempotency_keys: bool = False,
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         stream_first_event_timeout: float | None = None,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
-        stream_deadline: float | None = None,
+        stream_deadline: float | None = DEFAULT,
         max_credits: float | None = None,
         tracing: bool | TracerProvider = False,
         shared_state: RedisState | None = None,
@@ -301,6 +321,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
+            deadline=deadline,
             max_retries=max_retries,
             default_headers=default_headers,
             http_client=http_client,
@@ -309,6 +330,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             auto_idempotency_keys=auto_idempotency_keys,
             wait_for_rate_limit=wait_for_rate_limit,
             max_concurrency=max_concurrency,
+            max_response_bytes=max_response_bytes,
             stream_first_event_timeout=stream_first_event_timeout,
             stream_idle_timeout=stream_idle_timeout,
             stream_deadline=stream_deadline,
@@ -392,6 +414,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
 
     async def close(self) -> None:
         """Close the connection pool (unless it was passed in as ``http_client``)."""
+        await self._pipeline.state.leases.aclose()
         if not self._closed and self._owns_http_client:
             await self._pipeline.http_client.aclose()
             shared = self._pipeline.state.shared

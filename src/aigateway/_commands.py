@@ -21,10 +21,10 @@ __all__ = [
     "Close",
     "Flow",
     "Next",
-    "Read",
     "Send",
     "Sleep",
     "Slot",
+    "Write",
 ]
 
 Flow = Generator[Any, Any, T]
@@ -32,10 +32,10 @@ Flow = Generator[Any, Any, T]
 
 
 class Send(NamedTuple):
-    """Send ``request``; answer the `httpx.Response` (its body unread when ``stream``)."""
+    """Send ``request``; answer the `httpx.Response`, its body unread (the flow reads it, in
+    bounded pieces, or hands it to a stream)."""
 
     request: httpx.Request
-    stream: bool
 
 
 class Sleep(NamedTuple):
@@ -43,23 +43,18 @@ class Sleep(NamedTuple):
 
 
 class Acquire(NamedTuple):
-    """Take a concurrency slot (a semaphore)."""
+    """Take a concurrency slot (a semaphore); give up after ``timeout`` seconds with
+    `TimeoutError`."""
 
     slots: Any
+    timeout: float | None = None
 
 
 class Body(NamedTuple):
-    """Start reading a reply's body: answer its (async) iterator of decoded bytes."""
+    """Start reading a reply's body: answer its (async) iterator of decoded pieces
+    (`aigateway._body.decoded_body`: each read decompressed a bounded piece at a time)."""
 
     response: httpx.Response
-
-    @property
-    def decoded(self) -> bool:
-        """Whether to read through httpx's decoding layer: for a ``Content-Encoding`` (gzip,
-        ...) and a body already read; else the raw bytes, one layer less on every chunk."""
-        response = self.response
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        return encoding not in ("", "identity") or response.is_stream_consumed
 
 
 class Next(NamedTuple):
@@ -70,16 +65,21 @@ class Next(NamedTuple):
     timeout: float | None = None
 
 
-class Read(NamedTuple):
-    """Read a reply's whole body."""
+class Write(NamedTuple):
+    """Write ``data`` to a file download's open file (an async one for the async driver);
+    ``restart``: truncate it first, as an earlier attempt may have written part of the body."""
 
-    response: httpx.Response
+    file: Any
+    data: bytes
+    restart: bool = False
 
 
 class Close(NamedTuple):
-    """Close a reply, a body iterator or a socket (shielded from cancellation)."""
+    """Close a reply or a socket (shielded from cancellation); with ``body``, the iterator
+    reading the reply's body too (`aigateway._leases.close_reply`)."""
 
     target: Any
+    body: Any = None
 
 
 class Slot:

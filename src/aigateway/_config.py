@@ -11,11 +11,17 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final, NoReturn, Union
+from typing import Any, Final, NoReturn, Union
 
 import httpx
 
-from ._timeouts import StreamTimeouts
+from ._body import DEFAULT_MAX_RESPONSE_BYTES, accept_encoding
+from ._timeouts import (
+    TIME_LIMIT_RULE,
+    StreamTimeouts,
+    deprecated_stream_deadline,
+    is_time_limit,
+)
 from ._version import __version__
 from .errors import ConfigurationError, InsecureBaseURLWarning
 
@@ -25,6 +31,19 @@ BASE_URL_ENV: Final = "AIGATEWAY_BASE_URL"
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
 """Ten minutes for a reply (long generations are slow), five seconds to connect."""
 DEFAULT_MAX_RETRIES: Final = 2
+DEFAULT_DEADLINE: Final = 600.0
+"""Ten minutes for a whole plain call, its retries and waits included (streams have none)."""
+
+
+class _Default:
+    """The default of a client argument whose default depends on the call: ``deadline`` (600 s
+    for a plain call, none for a stream) and the deprecated ``stream_deadline`` (none)."""
+
+    def __repr__(self) -> str:
+        return "default"
+
+
+DEFAULT: Any = _Default()
 
 TimeoutTypes = Union[float, httpx.Timeout, None]
 
@@ -162,13 +181,40 @@ def check_stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeouts:
         ("stream_idle_timeout", timeouts.idle),
         ("stream_deadline", timeouts.deadline),
     ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-        ):
-            raise ConfigurationError(
-                f"{name} must be a number of seconds > 0 or None, got {value!r}"
-            )
+        check_time_limit(name, value)
     return timeouts
+
+
+def check_time_limit(name: str, value: object) -> float | None:
+    """``value`` when it can be a time limit (`is_time_limit`), else ConfigurationError."""
+    if value is None or (isinstance(value, int | float) and is_time_limit(value)):
+        return value
+    raise ConfigurationError(f"{name} {TIME_LIMIT_RULE}, got {value!r}")
+
+
+def chosen_deadlines(
+    deadline: object,
+    stream_deadline: object,
+    *,
+    unset: object,
+    plain: float | None,
+    streams: float | None,
+) -> tuple[float | None, float | None]:
+    """The deadlines of plain calls and of streams, ``plain`` and ``streams`` unless changed:
+    ``deadline`` sets both, the deprecated ``stream_deadline`` streams only (and warns);
+    ``unset`` is what an argument not given holds. ConfigurationError for a value that
+    cannot be a deadline, or for both arguments at once."""
+    if stream_deadline is not unset:
+        deprecated_stream_deadline()
+        if deadline is not unset:
+            raise ConfigurationError(
+                "pass deadline= only: stream_deadline is its deprecated name (for streams only)"
+            )
+        return plain, check_time_limit("stream_deadline", stream_deadline)
+    if deadline is unset:
+        return plain, streams
+    checked = check_time_limit("deadline", deadline)
+    return checked, checked
 
 
 def with_headers(headers: dict[str, str], over: Mapping[str, str]) -> dict[str, str]:
@@ -204,6 +250,10 @@ class ClientConfig:
     """At most this many requests in flight at once (a stream is in flight until closed)."""
     stream_timeouts: StreamTimeouts = field(default_factory=StreamTimeouts)
     """The first-event timeout, idle timeout and deadline of streams (calls may override)."""
+    deadline: float | None = DEFAULT_DEADLINE
+    """Seconds a whole plain call may take, retries and waits included (calls may override)."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    """The most bytes a reply read into memory may hold, counted after decompression."""
 
     @classmethod
     def resolve(
@@ -218,6 +268,8 @@ class ClientConfig:
         wait_for_rate_limit: bool = False,
         max_concurrency: int | None = None,
         stream_timeouts: StreamTimeouts | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> ClientConfig:
         """Merge arguments with the environment and check them; raise ConfigurationError."""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
@@ -242,6 +294,14 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_concurrency must be an integer >= 1 or None, got {max_concurrency!r}"
             )
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise ConfigurationError(
+                f"max_response_bytes must be a number of bytes >= 1, got {max_response_bytes!r}"
+            )
         base = normalize_base_url(str(url))
         warn_if_plain_http(base)
         return cls(
@@ -253,7 +313,9 @@ class ClientConfig:
             auto_idempotency_keys=bool(auto_idempotency_keys),
             wait_for_rate_limit=bool(wait_for_rate_limit),
             max_concurrency=max_concurrency,
+            deadline=check_time_limit("deadline", deadline),  # first: it sets streams' too
             stream_timeouts=check_stream_timeouts(stream_timeouts or StreamTimeouts()),
+            max_response_bytes=max_response_bytes,
         )
 
     def with_changes(self, **changes: object) -> ClientConfig:
@@ -265,6 +327,7 @@ class ClientConfig:
         own = {
             "Authorization": SecretText(f"Bearer {self.api_key.reveal()}"),
             "Accept": "application/json",
+            "Accept-Encoding": accept_encoding(),  # those decoded in bounded pieces only
             "User-Agent": f"aigateway-python/{__version__}",
         }
         return with_headers(own, self.default_headers)

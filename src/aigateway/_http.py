@@ -27,6 +27,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from ._body import (
+    DEFAULT_MAX_DOWNLOAD_BYTES,
+    WRITE_SIZE,
+    declared_too_large,
+    keep_body,
+    too_large,
+)
 from ._classify import (
     looks_like_sse,
     not_an_event_stream,
@@ -34,7 +41,7 @@ from ._classify import (
     request_failed,
     status_error,
 )
-from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Read, Send, Sleep, Slot
+from ._commands import NO_SLOT, Acquire, Body, Close, Flow, Next, Send, Sleep, Slot, Write
 from ._config import ClientConfig
 from ._ledger import (
     CreditBudget,
@@ -52,7 +59,7 @@ from ._request_builder import RequestBuilder
 from ._response import RawResponse
 from ._retry import RetryPolicy, set_attempts
 from ._state import ClientState
-from ._timeouts import StreamTimeouts
+from ._timeouts import Deadline, StreamTimeouts, call_deadline, is_deadline_error
 from .errors import APIError, RateLimitInfo
 
 if TYPE_CHECKING:
@@ -92,6 +99,12 @@ class APICall(Generic[T]):
     only when it carries an idempotency key, so a retry cannot repeat the act."""
     trace: CallTrace | None = None
     """The observer's record of this call (``Client(tracing=...)``); None when off."""
+    save_to: Any = None
+    """A file download's open file: the 2xx body is written there as it arrives, and the
+    result is the number of bytes written (``parse`` is not used)."""
+    max_bytes: int | None = None
+    """The most bytes a download's body may hold, decompressed (`DEFAULT_MAX_DOWNLOAD_BYTES`
+    when None); any other body is held to the client's ``max_response_bytes``."""
 
 
 class Pipeline:
@@ -135,7 +148,9 @@ class Pipeline:
     # The flow of a call
 
     def flow(self, call: APICall[Any]) -> Flow[Any]:
-        """The call under the client's credit budget, with its fallback models if any."""
+        """The call under its deadline and the client's credit budget, with its fallback
+        models if any."""
+        deadline = self.start_deadline(call)
         fallbacks = call.options.get("fallback_models")
         if fallbacks is not None:
             fallbacks = checked_fallbacks(fallbacks)
@@ -147,11 +162,11 @@ class Pipeline:
             call = replace(call, trace=trace)
         try:
             if self.state.shared is not None:  # many processes on the key: shared limits
-                result = yield from self.state.shared.run(self, call, fallbacks, budget)
+                result = yield from self.state.shared.run(self, call, fallbacks, budget, deadline)
             elif fallbacks:
-                result = yield from self._fall_back(call, fallbacks)
+                result = yield from self._fall_back(call, fallbacks, deadline)
             else:
-                result = yield from self._call(call)
+                result = yield from self._call(call, deadline)
         except BaseException as error:
             if trace is not None:
                 trace.failed(error)
@@ -163,12 +178,26 @@ class Pipeline:
             trace.finished(result)
         return result
 
-    def _fall_back(self, call: APICall[Any], fallbacks: Sequence[str]) -> Flow[Any]:
+    def start_deadline(self, call: APICall[Any]) -> Deadline | None:
+        """The call's deadline, started now, or None: its ``deadline`` option, else the
+        client's for its kind of call (600 s for a plain call, none for a stream, by default);
+        a value that cannot be one raises here, before anything is sent."""
+        streaming = call.stream or call.websocket
+        config = self.config
+        seconds = config.stream_timeouts.deadline if streaming else config.deadline
+        if call.options:
+            seconds = call_deadline(call.options, streaming, seconds)
+        return None if seconds is None else Deadline(seconds, self.retry.monotonic)
+
+    def _fall_back(
+        self, call: APICall[Any], fallbacks: Sequence[str], deadline: Deadline | None
+    ) -> Flow[Any]:
         """Try the call's model, then each fallback in turn while the error says the model is
-        unavailable; only a whole failed call moves on, so no output has reached the caller."""
+        unavailable; only a whole failed call moves on, so no output has reached the caller.
+        The deadline is the whole call's: once it ran out, no other model is tried."""
         body = json.loads(call.body) if call.body else None
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            return (yield from self._call(call))
+            return (yield from self._call(call, deadline))
         models = [body["model"], *fallbacks]
         failed: list[FailedAttempt] = []
         for index, model in enumerate(models):
@@ -176,10 +205,11 @@ class Pipeline:
             if index:
                 attempt = replace(call, body=json.dumps({**body, "model": model}).encode())
             try:
-                result = yield from self._call(attempt)
+                result = yield from self._call(attempt, deadline)
             except APIError as error:
                 failed.append(FailedAttempt(model, error))
-                if index == len(models) - 1 or not model_unavailable(error):
+                last = index == len(models) - 1
+                if last or not model_unavailable(error) or is_deadline_error(error):
                     error.fallback = FallbackInfo(None, tuple(failed))
                     raise
                 if logger.isEnabledFor(logging.DEBUG):
@@ -189,17 +219,18 @@ class Pipeline:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _call(self, call: APICall[Any]) -> Flow[Any]:
+    def _call(self, call: APICall[Any], deadline: Deadline | None) -> Flow[Any]:
         """The call's attempts; a final failure is counted in the usage ledger."""
         try:
-            return (yield from self._attempts(call))
+            return (yield from self._attempts(call, deadline))
         except APIError as error:
             self.retry.record_asked_wait(error)
             self.state.ledger.record_failure(model_of(call.body), error)
             raise
 
-    def _attempts(self, call: APICall[Any]) -> Flow[Any]:
-        """Attempts of the call under the retry policy, until one succeeds or none is left.
+    def _attempts(self, call: APICall[Any], deadline: Deadline | None) -> Flow[Any]:
+        """Attempts of the call under the retry policy, until one succeeds, none is left or
+        the deadline runs out (a wait that would pass it is not made).
 
         The first attempt runs outside tenacity (most calls succeed at once, and building
         tenacity's state costs microseconds); once it fails, tenacity's state machine decides
@@ -212,24 +243,61 @@ class Pipeline:
         else:
             exchange = Pipeline._exchange
         try:
-            return (yield from self._attempt(exchange, call, request, 1))
+            return (yield from self._attempt(exchange, call, request, 1, deadline))
         except APIError as error:
+            if deadline is not None:
+                self._raise_if_out_of_time(error, deadline, request)
             if call.side_effect and "idempotency-key" not in request.headers:
                 raise
             retries = call.options.get("max_retries", self.config.max_retries)
             if retries < 1:
                 raise
             retrying, state = self.retry.retrying(retries, error)
+            last = error
         while True:
-            wait: Any = retrying.iter(state)  # raises the last error when no retry is left
+            step: Any = retrying.iter(state)  # raises the last error when no retry is left
+            wait = float(step)  # a DoSleep, tenacity's wait
             state.prepare_for_next_attempt()
+            self._check_wait(deadline, wait, request, state.attempt_number - 1, last)
             if call.trace is not None:
-                call.trace.retrying(float(wait))
-            yield Sleep(float(wait))  # a DoSleep, tenacity's wait
+                call.trace.retrying(wait)
+            yield Sleep(wait)
             try:
-                return (yield from self._attempt(exchange, call, request, state.attempt_number))
-            except APIError:
+                return (
+                    yield from self._attempt(
+                        exchange, call, request, state.attempt_number, deadline
+                    )
+                )
+            except APIError as error:
+                if deadline is not None:
+                    self._raise_if_out_of_time(error, deadline, request)
                 state.set_exception(sys.exc_info())  # type: ignore[arg-type]
+                last = error
+
+    @staticmethod
+    def _raise_if_out_of_time(error: APIError, deadline: Deadline, request: httpx.Request) -> None:
+        """End the call when an attempt's failure is its deadline running out (its own error,
+        or a timeout with no time left to try again)."""
+        if is_deadline_error(error):
+            raise error
+        if deadline.ran_out(error):
+            attempts = getattr(error, "attempts", 1)
+            raise set_attempts(deadline.error(request, last=error), attempts)
+
+    def _check_wait(
+        self,
+        deadline: Deadline | None,
+        seconds: float,
+        request: httpx.Request,
+        attempts: int,
+        last: APIError | None = None,
+    ) -> None:
+        """Raise the deadline's error when a wait of ``seconds`` before sending would pass it
+        (``last``, the failure before the wait, becomes its cause)."""
+        if deadline is not None and seconds >= deadline.left():
+            if last is not None:
+                self.retry.record_asked_wait(last)
+            raise set_attempts(deadline.error(request, waiting=seconds, last=last), attempts)
 
     def _attempt(
         self,
@@ -237,25 +305,31 @@ class Pipeline:
         call: APICall[Any],
         request: httpx.Request,
         attempts: int,
+        deadline: Deadline | None,
     ) -> Flow[Any]:
-        """One attempt: the client-side rate limit, a concurrency slot, then the exchange."""
+        """One attempt: the client-side rate limit, a concurrency slot, then the exchange,
+        whose request's timeouts are lowered to the time left."""
         shared = self.state.shared
         if shared is not None and self.state.budget is not None:
             wait = self.rate_limit_wait((yield shared.slot_wait(self.retry.now())))
             while wait > 0:  # then count the request in the new window, like everyone else
+                self._check_wait(deadline, wait, request, attempts - 1)
                 yield Sleep(wait)
                 wait = self.rate_limit_wait((yield shared.slot_wait(self.retry.now())))
         else:
             wait = self.rate_limit_wait()
         if wait > 0:
+            self._check_wait(deadline, wait, request, attempts - 1)
             yield Sleep(wait)
         slots = self.state.slots
         slot = NO_SLOT
         if slots is not None:
-            yield Acquire(slots)
+            yield from self._take_slot(slots, deadline, request, attempts)
             slot = Slot(slots.release)
+        if deadline is not None:
+            clip_timeouts(request, deadline)
         try:
-            result = yield from exchange(self, call, request, attempts, slot)
+            result = yield from exchange(self, call, request, attempts, slot, deadline)
         except BaseException as error:
             if isinstance(error, APIError):  # also an error frame or event before any data
                 set_attempts(error, attempts)
@@ -268,27 +342,46 @@ class Pipeline:
             call.trace.attempt_end(attempts, None)
         return result
 
+    @staticmethod
+    def _take_slot(
+        slots: Any, deadline: Deadline | None, request: httpx.Request, attempts: int
+    ) -> Flow[None]:
+        """Take a concurrency slot, waiting for one at most until the deadline."""
+        try:
+            yield Acquire(slots, None if deadline is None else max(deadline.left(), 0.0))
+        except TimeoutError as exc:
+            if deadline is None:
+                raise
+            raise set_attempts(deadline.error(request), attempts - 1) from exc
+
     def _exchange(
-        self, call: APICall[Any], request: httpx.Request, attempts: int, slot: Slot
+        self,
+        call: APICall[Any],
+        request: httpx.Request,
+        attempts: int,
+        slot: Slot,
+        deadline: Deadline | None,
     ) -> Flow[Any]:
         """Send a request and turn its reply into the result or a typed error."""
-        timeouts = self.stream_timeouts(call) if call.stream else None
-        timer = timeouts.timer(self.retry.monotonic) if timeouts is not None else None
+        timer = None
+        if call.stream:
+            timer = self.stream_timeouts(call).timer(self.retry.monotonic, deadline)
         try:
-            response = yield Send(request, call.stream or call.streamed)
+            response = yield Send(request)
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
+        size = 0
+        if not (call.stream or call.streamed) or not response.is_success:
+            size = yield from self._read_body(call, request, response, attempts, deadline)
         rate_limit = self.received(request, response, attempts)
         if call.trace is not None:
             call.trace.received(response)
         if rate_limit is not None and self.state.shared is not None:
             yield from self.state.shared.observe(rate_limit, self.retry.now())
         if not response.is_success:
-            if call.stream or call.streamed:
-                yield from self._read_and_close(request, response, attempts)
             raise status_error(response, attempts)
         if call.streamed:
-            return self.streamed_response(call, response, attempts, slot.take())
+            return self.streamed_response(call, response, attempts, slot.take(), deadline)
         if call.stream:
             from ._streaming import ChunkDecoder
 
@@ -297,10 +390,10 @@ class Pipeline:
             tally.watch(decoder.tail)
             return (
                 yield from self._open_stream(
-                    call, request, response, decoder, tally, attempts, slot
+                    call, request, response, decoder, tally, attempts, slot, deadline
                 )
             )
-        parsed = parse_body(call.parse, response)
+        parsed = size if call.save_to is not None else parse_body(call.parse, response)
         self.state.observe(response, parsed)
         self.state.ledger.record_reply(parsed)
         if rate_limit is not None:
@@ -309,15 +402,67 @@ class Pipeline:
                 learn(parsed, "rate_limit", rate_limit)
         return RawResponse(response, attempts, parsed) if call.raw else parsed
 
-    def _read_and_close(
-        self, request: httpx.Request, response: httpx.Response, attempts: int
-    ) -> Flow[None]:
+    def _read_body(
+        self,
+        call: APICall[Any],
+        request: httpx.Request,
+        response: httpx.Response,
+        attempts: int,
+        deadline: Deadline | None,
+    ) -> Flow[int]:
+        """Read a reply's whole body, the one place a body is read to its end; return its size.
+
+        The body comes in decoded pieces of bounded size (`aigateway._body`), counted as they
+        arrive: past the limit (the client's ``max_response_bytes``; a download's ``max_bytes``
+        for its 2xx body) the connection is closed, never read to its end, and
+        `ResponseTooLargeError` raised. The deadline is checked between pieces too: a server
+        sending a byte at a time restarts the read timeout on every byte, not the deadline. A
+        body kept in memory becomes ``response.content``; a download's is written to its file
+        as it arrives."""
+        if deadline is not None:
+            clip_timeouts(request, deadline)  # the body's reads start with the time left now
+        save_to = call.save_to if response.is_success else None
+        if save_to is None:
+            limit, limit_name = self.config.max_response_bytes, "max_response_bytes"
+        else:
+            limit, limit_name = call.max_bytes or DEFAULT_MAX_DOWNLOAD_BYTES, "max_bytes"
+        pieces: list[bytes] = []
+        size = written = 0
+        body = None
         try:
-            yield Read(response)
-        except Exception as exc:
-            raise self.failed(request, exc, attempts) from exc
-        finally:
-            yield Close(response)
+            declared = declared_too_large(response, limit, limit_name)
+            if declared is not None:
+                raise declared
+            body = yield Body(response)
+            if save_to is not None:
+                yield Write(save_to, b"", restart=True)
+            while True:
+                try:
+                    piece = yield Next(body)
+                except Exception as exc:
+                    raise self.failed(request, exc, attempts) from exc
+                if piece is None:
+                    break
+                size += len(piece)
+                if size > limit:
+                    raise too_large(response, limit, limit_name, size)
+                if deadline is not None and deadline.passed():
+                    raise set_attempts(deadline.error(request), attempts)
+                pieces.append(piece)
+                if save_to is not None and size - written >= WRITE_SIZE:
+                    yield Write(save_to, b"".join(pieces))  # a write per MiB, not per read
+                    pieces.clear()
+                    written = size
+            if save_to is not None and pieces:
+                yield Write(save_to, b"".join(pieces))
+                pieces.clear()
+        except BaseException:
+            pieces.clear()  # the error's traceback holds this frame: it must not hold the body
+            yield Close(response, body)
+            raise
+        if save_to is None:
+            keep_body(response, b"".join(pieces))
+        return size
 
     def _open_stream(
         self,
@@ -328,9 +473,12 @@ class Pipeline:
         tally: StreamTally,
         attempts: int,
         slot: Slot,
+        deadline: Deadline | None,
     ) -> Flow[Any]:
         """Read up to the first chunk (or the end), so that a failure before any data reaches
         the caller is retried like any other; then hand the stream over."""
+        if deadline is not None:
+            clip_timeouts(request, deadline)  # the body's reads start with the time left now
         body = yield Body(response)
         head: list[Any] = []
         try:
@@ -351,15 +499,20 @@ class Pipeline:
                 if decoder.feed(data):
                     head = [decoder.next_chunk()]
         except BaseException:
-            yield Close(body)
-            yield Close(response)
+            yield Close(response, body)
             raise
         on_close = tally.closer(slot.take())
         if call.trace is not None:
             call.trace.first_chunk()
             on_close = call.trace.stream_closer(on_close, decoder)
         stream = self.stream_type()(
-            response, decoder, body, head, on_chunk=self.state.observe, on_close=on_close
+            response,
+            decoder,
+            body,
+            head,
+            on_chunk=self.state.observe,
+            on_close=on_close,
+            leases=self.state.leases,
         )
         return RawResponse(response, attempts, stream) if call.raw else stream
 
@@ -424,13 +577,22 @@ class Pipeline:
         response: httpx.Response,
         attempts: int,
         on_close: Callable[[], object] | None,
+        deadline: Deadline | None,
     ) -> Any:
-        """The unread reply of ``with_streaming_response``."""
+        """The unread reply of ``with_streaming_response`` (the deadline bounds the call up to
+        here, and a typed stream read from it)."""
         return self.streamed_response_type()(
-            response, attempts, call.parse, on_close, self._stream_over(call)
+            response,
+            attempts,
+            call.parse,
+            on_close,
+            self._stream_over(call, deadline),
+            leases=self.state.leases,
         )
 
-    def _stream_over(self, call: APICall[Any]) -> Callable[[httpx.Response], Any] | None:
+    def _stream_over(
+        self, call: APICall[Any], deadline: Deadline | None
+    ) -> Callable[[httpx.Response], Any] | None:
         """For ``with_streaming_response`` on a streamed call: the typed stream over a reply."""
         if not call.stream:
             return None
@@ -438,8 +600,18 @@ class Pipeline:
         def open_stream(response: httpx.Response) -> Any:
             from ._streaming import ChunkDecoder
 
-            timer = self.stream_timeouts(call).timer(self.retry.monotonic)
+            timer = self.stream_timeouts(call).timer(self.retry.monotonic, deadline)
             decoder = ChunkDecoder(call.parse, response, timer=timer)
-            return self.stream_type()(response, decoder, on_chunk=self.state.observe)
+            return self.stream_type()(
+                response, decoder, on_chunk=self.state.observe, leases=self.state.leases
+            )
 
         return open_stream
+
+
+def clip_timeouts(request: httpx.Request, deadline: Deadline) -> None:
+    """Lower a request's timeouts to the time its call has left (httpx reads them when it
+    connects, sends, and starts reading the reply and its body)."""
+    timeouts = request.extensions.get("timeout")
+    if timeouts:
+        request.extensions["timeout"] = deadline.clip(timeouts)

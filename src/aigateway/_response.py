@@ -11,6 +11,7 @@ import httpx
 
 from ._classify import parse_body, request_failed
 from ._closing import AsyncClosing, Closing
+from ._leases import AsyncLease, OpenLeases, SyncLease
 from .errors import RateLimitInfo
 
 T = TypeVar("T")
@@ -64,6 +65,12 @@ class RawResponse(_ReplyInfo, Generic[T]):
 
 
 class _StreamedBase(_ReplyInfo):
+    """What both unread replies share: the reply and its lease (`aigateway._leases`); in no
+    reference cycle, so dropped unclosed, one hands its lease back at once."""
+
+    _lease: SyncLease | AsyncLease
+    _lease_type: type[SyncLease] | type[AsyncLease]
+
     def __init__(
         self,
         http_response: httpx.Response,
@@ -71,18 +78,22 @@ class _StreamedBase(_ReplyInfo):
         parse: Callable[[bytes], Any],
         on_close: Callable[[], object] | None,
         open_stream: Callable[[httpx.Response], Any] | None = None,
+        *,
+        leases: OpenLeases | None = None,
     ) -> None:
+        """``on_close``: run once when the reply is released; ``leases``: the client's open
+        leases, which hold this reply's connection until it is released."""
         self.http_response = http_response
         self.attempts = attempts
         self._parse = parse
-        self._on_close = on_close
         self._open_stream = open_stream
         """For a streamed call: the typed stream over this reply (what ``parse()`` gives)."""
+        self._lease = self._lease_type(http_response, leases, on_close)
 
-    def _closed(self) -> None:
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
+    def __del__(self) -> None:
+        lease = self.__dict__.get("_lease")  # None if __init__ failed
+        if lease is not None:
+            lease.abandon()
 
     def _failed(self, exc: Exception) -> Exception:
         return request_failed(exc, self.http_response.request)
@@ -91,9 +102,54 @@ class _StreamedBase(_ReplyInfo):
 _READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
 
 
+class _Reading(Generic[T]):
+    """A body iterator whose read failures become our errors. An iterator object, not a
+    generator: dropped unfinished, it leaves nothing for the garbage collector to run (the
+    iterator it reads is the reply's lease's, released with the reply)."""
+
+    __slots__ = ("_iterator", "_request")
+
+    def __init__(self, iterator: Iterator[T], request: httpx.Request) -> None:
+        self._iterator = iterator
+        self._request = request
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        try:
+            return next(self._iterator)
+        except _READ_FAILURES as exc:
+            raise request_failed(exc, self._request) from exc
+
+
+class _AsyncReading(Generic[T]):
+    """`_Reading` for ``async for``."""
+
+    __slots__ = ("_iterator", "_request")
+
+    def __init__(self, iterator: AsyncIterator[T], request: httpx.Request) -> None:
+        self._iterator = iterator
+        self._request = request
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await anext(self._iterator)
+        except _READ_FAILURES as exc:
+            raise request_failed(exc, self._request) from exc
+
+
 class StreamedResponse(_StreamedBase, Closing):
     """A 2xx reply whose body has not been read: read it as you like, in a ``with`` block
-    (which closes the connection). ``parse()`` reads it and returns the typed result."""
+    (which closes the connection). ``parse()`` reads it and returns the typed result.
+    Dropped unclosed, its connection is released (at once, or at the client's next request
+    if the garbage collector dropped it)."""
+
+    _lease: SyncLease
+    _lease_type = SyncLease
 
     def read(self) -> bytes:
         try:
@@ -102,16 +158,14 @@ class StreamedResponse(_StreamedBase, Closing):
             raise self._failed(exc) from exc
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
-        try:
-            yield from self.http_response.iter_bytes(chunk_size)
-        except _READ_FAILURES as exc:
-            raise self._failed(exc) from exc
+        return self._reading(self.http_response.iter_bytes(chunk_size))
 
     def iter_lines(self) -> Iterator[str]:
-        try:
-            yield from self.http_response.iter_lines()
-        except _READ_FAILURES as exc:
-            raise self._failed(exc) from exc
+        return self._reading(self.http_response.iter_lines())
+
+    def _reading(self, iterator: Iterator[Any]) -> Iterator[Any]:
+        self._lease.body = iterator  # closed with the reply
+        return _Reading(iterator, self.http_response.request)
 
     def parse(self) -> Any:
         """The typed result: the body read and parsed, or for ``stream=True`` the `Stream`."""
@@ -121,14 +175,16 @@ class StreamedResponse(_StreamedBase, Closing):
         return parse_body(self._parse, self.http_response)
 
     def close(self) -> None:
-        try:
-            self.http_response.close()
-        finally:
-            self._closed()
+        self._lease.close()
 
 
 class AsyncStreamedResponse(_StreamedBase, AsyncClosing):
-    """`StreamedResponse` for async code: ``async with``, ``await read()``, ``async for``."""
+    """`StreamedResponse` for async code: ``async with``, ``await read()``, ``async for``.
+    Dropped unclosed, its connection is released by a task of its event loop (or by the
+    loop's end)."""
+
+    _lease: AsyncLease
+    _lease_type = AsyncLease
 
     async def read(self) -> bytes:
         try:
@@ -136,19 +192,15 @@ class AsyncStreamedResponse(_StreamedBase, AsyncClosing):
         except _READ_FAILURES as exc:
             raise self._failed(exc) from exc
 
-    async def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self.http_response.aiter_bytes(chunk_size):
-                yield chunk
-        except _READ_FAILURES as exc:
-            raise self._failed(exc) from exc
+    def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        return self._reading(self.http_response.aiter_bytes(chunk_size))
 
-    async def iter_lines(self) -> AsyncIterator[str]:
-        try:
-            async for line in self.http_response.aiter_lines():
-                yield line
-        except _READ_FAILURES as exc:
-            raise self._failed(exc) from exc
+    def iter_lines(self) -> AsyncIterator[str]:
+        return self._reading(self.http_response.aiter_lines())
+
+    def _reading(self, iterator: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        self._lease.body = iterator  # ended with the reply
+        return _AsyncReading(iterator, self.http_response.request)
 
     async def parse(self) -> Any:
         """The typed result: the body read and parsed, or for ``stream=True`` the `AsyncStream`."""
@@ -158,10 +210,4 @@ class AsyncStreamedResponse(_StreamedBase, AsyncClosing):
         return parse_body(self._parse, self.http_response)
 
     async def close(self) -> None:
-        import anyio
-
-        with anyio.CancelScope(shield=True):
-            try:
-                await self.http_response.aclose()
-            finally:
-                self._closed()
+        await self._lease.close()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._leases import OpenLeases
 from ._ledger import UsageLedger
 from ._limits import RequestBudget
 from .errors import LowBalanceWarning, RateLimitInfo
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     from ._shared.binding import SharedBinding
 
-__all__ = ["ClientState"]
+__all__ = ["ClientState", "LoopSlots"]
 
 
 @dataclass
@@ -31,13 +32,15 @@ class ClientState:
     rate_limit: RateLimitInfo | None = None
     budget: RequestBudget | None = None
     """The client-side rate limiter (``wait_for_rate_limit=True``)."""
-    slots: threading.BoundedSemaphore | anyio.Semaphore | None = None
+    slots: threading.BoundedSemaphore | LoopSlots | None = None
     """Bounds the requests in flight (``max_concurrency=``)."""
     warned_low_balance: bool = False
     ledger: UsageLedger = field(default_factory=UsageLedger)
     """What the client and its copies spent (``client.usage``)."""
     shared: SharedBinding | None = None
     """The state shared with other processes on the key (``shared_state=``), or None."""
+    leases: OpenLeases = field(default_factory=OpenLeases)
+    """The streams and unread replies handed out and not released yet (`aigateway._leases`)."""
 
     def observe(self, response: httpx.Response, parsed: object) -> None:
         """Remember the credits of a reply (or stream chunk); warn once of a low balance."""
@@ -52,7 +55,7 @@ class ClientState:
                         f"the gateway reports a low balance: {credits} credits left "
                         "(warned once per client; see client.remaining_credits)"
                     ),
-                    stacklevel=_caller_stacklevel(),
+                    stacklevel=caller_stacklevel(),
                 )
 
     def observe_headers(
@@ -68,7 +71,36 @@ class ClientState:
         return rate_limit
 
 
-def _caller_stacklevel() -> int:
+class LoopSlots:
+    """``max_concurrency`` of an async client: a semaphore per event loop, each bounding the
+    requests in flight on its loop. anyio's semaphore belongs to the async library of its
+    first use (and its waiters to their loop), while a client may serve one loop after
+    another."""
+
+    def __init__(self, limit: int) -> None:
+        from ._loops import PerLoop
+
+        self._semaphores: PerLoop[anyio.Semaphore] = PerLoop(lambda loop: _semaphore(limit))
+
+    async def acquire(self) -> None:
+        await self._semaphores.get().acquire()
+
+    def release(self) -> None:
+        self._semaphores.get().release()
+
+    @property
+    def value(self) -> int:
+        """The slots free on the running loop."""
+        return self._semaphores.get().value
+
+
+def _semaphore(limit: int) -> anyio.Semaphore:
+    import anyio  # only with max_concurrency: keeps `import aigateway` light
+
+    return anyio.Semaphore(limit)
+
+
+def caller_stacklevel() -> int:
     """The stacklevel of the first frame outside aigateway (and tenacity): the caller's line."""
     level, frame = 1, sys._getframe(1)
     while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(

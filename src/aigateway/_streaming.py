@@ -21,22 +21,38 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+)
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 import anyio
 import httpx
 
+from ._body import adecoded_body, decoded_body
 from ._classify import error_event, read_json, request_failed
 from ._closing import AsyncClosing, Closing
 from ._display import first_choice_text, guarded, stream_html, stream_repr
-from ._sse import ServerSentEvent, SSEDecodeError, SSEDecoder
+from ._leases import AsyncLease, OpenLeases, SyncLease
+from ._sse import (
+    DEFAULT_MAX_EVENT_SIZE,
+    ServerSentEvent,
+    SSEDecodeError,
+    SSEDecoder,
+    SSEEventTooLargeError,
+)
 from ._timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimer
 from .errors import (
     APIError,
     APIResponseValidationError,
     IncompleteStreamError,
+    ResponseTooLargeError,
     StreamConnectionError,
     StreamTimeoutError,
 )
@@ -93,6 +109,8 @@ class ChunkDecoder(Generic[T]):
         self._timer = timer
         self.done = False
         self.received = 0
+        self.size = 0
+        """Bytes fed so far (decompressed): what a stream over its event limit had received."""
         self.tail: deque[T] = deque(maxlen=TAIL)
         self.on_last: Callable[[httpx.Response, object], None] | None = None
         """Called with the last chunk `next_chunk` gives of the events fed so far (the stream
@@ -106,11 +124,12 @@ class ChunkDecoder(Generic[T]):
         A chunk is parsed when it is asked for, not when its bytes arrive: one read can bring
         hundreds of events, and chunks parsed ahead would wait in memory (and each collection
         of the garbage collector would go through them) while the reader works through them."""
+        self.size += len(data)
         try:
             simple = self._sse.feed_data_only(data)
             events = self._sse.feed(data) if simple is None else []
         except SSEDecodeError as exc:
-            raise self._invalid(str(exc), data) from exc
+            raise self._undecodable(exc, data) from exc
         if simple is not None:  # the common case: events of one data line each
             if self._timer is not None:
                 self._check_time(True)
@@ -193,17 +212,29 @@ class ChunkDecoder(Generic[T]):
         if self._timer is not None and not self.done:
             overdue = self._timer.overdue(progressed)
             if overdue is not None:
-                raise self.incomplete(overdue, StreamTimeoutError)
+                raise self._timed_out(overdue, self._timer.passed)
 
     def next_wait(self) -> float | None:
         """How long the next wait for an event may last (None: no limit)."""
         return None if self._timer is None else self._timer.next_wait()
 
-    def stalled(self) -> StreamTimeoutError:
-        """The error for a wait of `next_wait` seconds that brought nothing."""
-        why = self._timer.overdue(False) if self._timer is not None else None
-        error = self.incomplete(why or "the stream stalled", StreamTimeoutError)
+    def stalled(self, exc: BaseException | None = None) -> StreamTimeoutError:
+        """The error for a wait that brought nothing (``exc``: the read timeout that ended it):
+        the limit passed by now, else a stall."""
+        timer = self._timer
+        why = timer.overdue(False) if timer is not None else None
+        if timer is not None and why is not None:
+            return self._timed_out(why, timer.passed)
+        detail = "" if exc is None else f": nothing arrived in time ({exc!r})"
+        return self._timed_out(f"the stream stalled{detail}", None)
+
+    def _timed_out(self, why: str, passed: tuple[str, float] | None) -> StreamTimeoutError:
+        """A `StreamTimeoutError` naming the limit ``passed`` (its name and seconds; None: a
+        read timeout)."""
+        error = self.incomplete(why, StreamTimeoutError)
         assert isinstance(error, StreamTimeoutError)
+        if passed is not None:
+            error.limit_name, error.limit = passed
         return error
 
     def end(self) -> None:
@@ -215,7 +246,7 @@ class ChunkDecoder(Generic[T]):
         try:
             last = self._sse.close(dispatch_unfinished=True)
         except SSEDecodeError as exc:
-            raise self._invalid(str(exc), b"") from exc
+            raise self._undecodable(exc, b"") from exc
         # only [DONE] is taken from an event cut short: any other may have lost its end
         if any(event.data == DONE for event in last):
             self.done = True
@@ -226,8 +257,7 @@ class ChunkDecoder(Generic[T]):
         """The error for a read that failed mid-stream: a read timeout is a stall, a lost
         connection a cut, a body that cannot be decoded a reply of the wrong shape."""
         if isinstance(exc, httpx.TimeoutException | TimeoutError):
-            why = f"the stream stalled: nothing arrived in time ({exc!r})"
-            error: APIError = self.incomplete(why, StreamTimeoutError)
+            error: APIError = self.stalled(exc)
         elif isinstance(exc, httpx.TransportError | OSError):
             why = f"the connection was cut mid-stream ({exc!r})"
             error = self.incomplete(why, StreamConnectionError)
@@ -247,6 +277,25 @@ class ChunkDecoder(Generic[T]):
             request=self.response.request,
         )
 
+    def _undecodable(self, exc: SSEDecodeError, raw: bytes) -> APIError:
+        """The error for bytes the event decoder refused: an event over its size limit (the
+        bound on a stream's memory, also against a compressed "bomb"), or malformed bytes."""
+        if not isinstance(exc, SSEEventTooLargeError):
+            return self._invalid(str(exc), raw)
+        request = self.response.request
+        return ResponseTooLargeError(
+            f"an event of the stream in reply to {request.method} {request.url.path} is "
+            f"larger than max_event_size={DEFAULT_MAX_EVENT_SIZE} bytes, counted after "
+            f"decompression, after {self.received} chunks and {self.size} bytes; the "
+            "connection was closed",
+            limit=DEFAULT_MAX_EVENT_SIZE,
+            limit_name="max_event_size",
+            received=self.size,
+            status_code=self.response.status_code,
+            headers=self.response.headers,
+            request=request,
+        )
+
     def _invalid(self, message: str, raw: bytes) -> APIResponseValidationError:
         return APIResponseValidationError(
             message,
@@ -259,7 +308,13 @@ class ChunkDecoder(Generic[T]):
 
 class SyncChunkIterator(Closing, Generic[T]):
     """One generator behind ``for``/``next()``, stopped by ``close()``; leaving a ``with``
-    block closes. Subclasses write `_iterate` and `_release` (free the connection)."""
+    block closes. Subclasses write `_iterate` and `_release` (free the connection).
+
+    The object is its own iterator, so a loop over it keeps it alive (``for chunk in
+    client...create(stream=True)`` holds no other reference). The generator `_iterate` gives
+    is kept on the object, so it should not hold the object (a generator method does): an
+    object in a reference cycle outlives its last use, and its generator's ``finally`` then
+    runs inside the garbage collector."""
 
     def _iterate(self) -> Generator[T, None, None]:
         raise NotImplementedError
@@ -272,7 +327,7 @@ class SyncChunkIterator(Closing, Generic[T]):
         return self._iterate()
 
     def __iter__(self) -> Iterator[T]:
-        return self._iterator
+        return self
 
     def __next__(self) -> T:
         return next(self._iterator)
@@ -298,10 +353,10 @@ class AsyncChunkIterator(AsyncClosing, Generic[T]):
         return self._iterate()
 
     def __aiter__(self) -> AsyncIterator[T]:
-        return self._iterator
+        return self
 
-    async def __anext__(self) -> T:
-        return await self._iterator.__anext__()
+    def __anext__(self) -> Awaitable[T]:
+        return self._iterator.__anext__()  # the generator's awaitable itself: no coroutine more
 
     async def close(self) -> None:
         """Stop the iteration and release the connection (idempotent, shielded)."""
@@ -311,7 +366,14 @@ class AsyncChunkIterator(AsyncClosing, Generic[T]):
 
 
 class _StreamBase(Generic[T]):
-    """What both streams share: the reply, its decoder, the chunks read ahead, the release."""
+    """What both streams share: the reply, its decoder and the stream's lease (the connection,
+    the body and the generator of chunks, `aigateway._leases`).
+
+    The lease is kept apart so that the stream is in no reference cycle: dropped unclosed, it
+    dies at once and hands its lease back, which releases the connection then, or as soon as
+    that is safe (`aigateway._leases`)."""
+
+    _lease: SyncLease | AsyncLease
 
     def __init__(
         self,
@@ -322,15 +384,25 @@ class _StreamBase(Generic[T]):
         *,
         on_chunk: Callable[[httpx.Response, object], None] | None = None,
         on_close: Callable[[], object] | None = None,
+        leases: OpenLeases | None = None,
     ) -> None:
+        """``body``: the body's byte iterator, already started by the pipeline (None: not
+        started); ``head``: the chunks it read before handing the stream over; ``leases``:
+        the client's open leases, which hold this stream's until it is released."""
         self.response = response
         self._decoder = decoder
-        self._body = body
-        """The body's byte iterator, already started by the pipeline (None: not started)."""
-        self._head = head or []
-        """Chunks the pipeline read before handing the stream over (up to the first one)."""
-        self._on_close = on_close
         decoder.on_last = on_chunk
+        lease = self._lease = self._lease_type(response, leases, on_close, body)
+        lease.chunks = self._chunks_of(lease, decoder, head or [])
+
+    _lease_type: type[SyncLease] | type[AsyncLease]
+    _chunks_of: Callable[..., Any]
+    """The generator function of the chunks (`_chunks`, `_achunks`): it holds the lease only."""
+
+    def __del__(self) -> None:
+        lease = self.__dict__.get("_lease")  # None if __init__ failed
+        if lease is not None:
+            lease.abandon()
 
     @property
     def received(self) -> int:
@@ -356,24 +428,22 @@ class _StreamBase(Generic[T]):
     def _repr_html_(self) -> str:
         return stream_html(self, self.state, self.received, self._recent_text())
 
-    def _head_and_waiting(self) -> Iterator[T]:
-        """The chunk the pipeline read ahead, then those of the events it fed besides, each
-        parsed as it is asked for (the decoder notes the credits at the last of them)."""
-        if self._head:
-            head, self._head = self._head, []
-            on_last = self._decoder.on_last
-            if not self._decoder.waiting and on_last is not None:
-                on_last(self.response, head[-1])
-            yield from head
-        next_chunk = self._decoder.next_chunk
-        while (chunk := next_chunk()) is not None:
-            yield chunk
 
-    def _closed(self) -> None:
-        """Give back what the stream held besides the connection (a concurrency slot), once."""
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
+def _head_and_waiting(
+    response: httpx.Response, decoder: ChunkDecoder[T], head: list[T]
+) -> Iterator[T]:
+    """The chunks the pipeline read ahead (handed out once), then those of the events it fed
+    besides, each parsed as it is asked for (the decoder notes the credits at the last)."""
+    if head:
+        ahead = head[:]
+        head.clear()
+        on_last = decoder.on_last
+        if not decoder.waiting and on_last is not None:
+            on_last(response, ahead[-1])
+        yield from ahead
+    next_chunk = decoder.next_chunk
+    while (chunk := next_chunk()) is not None:
+        yield chunk
 
 
 def _drain(raw: Iterator[bytes]) -> None:
@@ -399,85 +469,106 @@ _READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
 """What reading a body may raise besides our own errors (a cut, a stall, a bad encoding)."""
 
 
+def _chunks(lease: SyncLease, decoder: ChunkDecoder[T], head: list[T]) -> Generator[T, None, None]:
+    """A sync stream's chunks; the lease is released however the generator ends. It holds
+    the lease, never the stream."""
+    if lease.body is None:
+        lease.body = decoded_body(lease.response)
+    raw = lease.body
+    try:
+        yield from _head_and_waiting(lease.response, decoder, head)
+        if not decoder.done:
+            feed, next_chunk = decoder.feed, decoder.next_chunk
+            for data in raw:
+                if feed(data):
+                    while (chunk := next_chunk()) is not None:
+                        yield chunk
+                if decoder.done:
+                    break
+            else:
+                decoder.end()
+        with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+            _drain(raw)
+    except _READ_FAILURES as exc:
+        raise decoder.transport_failure(exc) from exc
+    finally:
+        lease.release()
+
+
+async def _achunks(
+    lease: AsyncLease, decoder: ChunkDecoder[T], head: list[T]
+) -> AsyncGenerator[T, None]:
+    """`_chunks` for an async stream (the release is shielded from cancellation)."""
+    lease.reading = True
+    if lease.body is None:
+        lease.body = adecoded_body(lease.response)
+    raw = lease.body
+    try:
+        for early in _head_and_waiting(lease.response, decoder, head):
+            yield early
+        if not decoder.done:
+            feed, next_chunk = decoder.feed, decoder.next_chunk
+            async for data in raw:
+                if feed(data):
+                    while (chunk := next_chunk()) is not None:
+                        yield chunk
+                if decoder.done:
+                    break
+            else:
+                decoder.end()
+        with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+            await _adrain(raw)
+    except _READ_FAILURES as exc:
+        raise decoder.transport_failure(exc) from exc
+    finally:
+        await lease.release()
+
+
 class Stream(_StreamBase[T], SyncChunkIterator[T]):
     """A streamed reply, chunk by chunk. Use it in a ``with`` block, or iterate it to the end.
 
-    Iterating again continues where the last loop stopped.
+    Iterating again continues where the last loop stopped. Dropped unclosed, it releases its
+    connection (at once, or at the client's next request if the garbage collector dropped it).
     """
 
+    _lease: SyncLease
+    _lease_type = SyncLease
+    _chunks_of = staticmethod(_chunks)
+
     def _iterate(self) -> Generator[T, None, None]:
-        decoder = self._decoder
-        if self._body is None:
-            self._body = self.response.iter_bytes()
-        raw = self._body
-        try:
-            yield from self._head_and_waiting()
-            if not decoder.done:
-                feed, next_chunk = decoder.feed, decoder.next_chunk
-                for data in raw:
-                    if feed(data):
-                        while (chunk := next_chunk()) is not None:
-                            yield chunk
-                    if decoder.done:
-                        break
-                else:
-                    decoder.end()
-            with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
-                _drain(raw)
-        except _READ_FAILURES as exc:
-            raise decoder.transport_failure(exc) from exc
-        finally:
-            self._release()
+        chunks: Generator[T, None, None] = self._lease.chunks
+        return chunks
 
     def _release(self) -> None:
-        try:
-            close = getattr(self._body, "close", None)
-            if close is not None and not getattr(self._body, "gi_running", False):
-                close()
-            self.response.close()
-        finally:
-            self._closed()
+        self._lease.release()
+
+    def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent)."""
+        self._lease.close()
 
 
 class AsyncStream(_StreamBase[T], AsyncChunkIterator[T]):
     """A streamed reply, chunk by chunk, for ``async for``; also an async context manager.
 
     Use ``async with``: it closes the connection at once on ``break``, on an exception and
-    when the task is cancelled (the close is shielded, so it completes).
+    when the task is cancelled (the close is shielded, so it completes). Dropped unclosed, its
+    connection is released by a task of its event loop (or by the loop's end).
     """
 
-    async def _iterate(self) -> AsyncGenerator[T, None]:
-        decoder = self._decoder
-        if self._body is None:
-            self._body = self.response.aiter_bytes()
-        raw = self._body
-        try:
-            for head in self._head_and_waiting():
-                yield head
-            if not decoder.done:
-                feed, next_chunk = decoder.feed, decoder.next_chunk
-                async for data in raw:
-                    if feed(data):
-                        while (chunk := next_chunk()) is not None:
-                            yield chunk
-                    if decoder.done:
-                        break
-                else:
-                    decoder.end()
-            with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
-                await _adrain(raw)
-        except _READ_FAILURES as exc:
-            raise decoder.transport_failure(exc) from exc
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._release()
+    _lease: AsyncLease
+    _lease_type = AsyncLease
+    _chunks_of = staticmethod(_achunks)
+
+    def _iterate(self) -> AsyncGenerator[T, None]:
+        chunks: AsyncGenerator[T, None] = self._lease.chunks
+        return chunks
 
     async def _release(self) -> None:
-        try:
-            await aclose_generator(self._body)  # left open, trio warns when it is collected
-            await self.response.aclose()
-        finally:
-            self._closed()
+        await self._lease.release()
+
+    async def close(self) -> None:
+        """Stop the iteration and release the connection (idempotent, shielded)."""
+        await self._lease.close()
 
 
 __all__ = [

@@ -1,7 +1,9 @@
-"""The async client's connection pool, chosen at the first request: aiohttp's on asyncio (several
-times httpx's throughput under many concurrent requests, where httpx's pool scans every
-connection for every queued request), httpx's own on trio or when aiohttp is missing. Chosen
-late because a client may be made outside any event loop."""
+"""The async client's connection pools, one per event loop, each made at the loop's first
+request: aiohttp's on asyncio (several times httpx's throughput under many concurrent requests,
+where httpx's pool scans every connection for every queued request), httpx's own on trio or
+when aiohttp is missing. Made late because a client may be made outside any event loop, and
+one per loop because a connection belongs to the loop that opened it: a module-level client
+used by successive ``asyncio.run`` calls gets a pool in each, closed when its loop ends."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 import httpx
 
 from ._config import SecretText
+from ._loops import PerLoop, close_at_loop_end, current_loop, is_asyncio, start
 
 __all__ = ["AutoTransport", "backend_for"]
 
@@ -36,33 +39,102 @@ def backend_for(library: str) -> str:
 
 
 class AutoTransport(httpx.AsyncBaseTransport):
-    """Builds its pool with httpx's settings (verify, cert, trust_env, limits, proxy) on the
-    first request, once the running async library is known."""
+    """Builds a pool with httpx's settings (verify, cert, trust_env, limits, proxy) at the first
+    request in each event loop, once the running async library is known.
+
+    A pool is closed by its loop's end (`close_at_loop_end`) or by ``aclose()``, and never
+    used from another loop: each loop finds its own (one identity check per request while
+    the loop is the last one used)."""
 
     def __init__(self, *args: Any, **options: Any) -> None:
         self._args = args
         self._options = options
         self.backend: str | None = None
-        self._pool: httpx.AsyncBaseTransport | None = None
+        """The kind of the last pool made: ``"aiohttp"`` or ``"httpx"``."""
+        self._pools: PerLoop[_LoopPool] = PerLoop(self._open)
+
+    @property
+    def pool(self) -> httpx.AsyncBaseTransport | None:
+        """The pool of the loop of the last request (None before any, or after ``aclose()``)."""
+        last = self._pools.last
+        return None if last is None else last.pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        pool = self._pool or self._open()
-        return await pool.handle_async_request(request)
+        return await self._pools.get().pool.handle_async_request(request)
 
-    def _open(self) -> httpx.AsyncBaseTransport:
-        import sniffio
-
-        self.backend = backend_for(sniffio.current_async_library())
+    def _open(self, loop: object) -> _LoopPool:
+        self.backend = backend_for("asyncio" if is_asyncio(loop) else "trio")
+        pool: httpx.AsyncBaseTransport
         if self.backend == "aiohttp":
-            self._pool = _aiohttp_transport(*self._args, **self._options)
+            pool = _aiohttp_transport(*self._args, **self._options)
         else:
             options = {**self._options, "limits": HTTPX_POOL_LIMITS}
-            self._pool = httpx.AsyncHTTPTransport(*self._args, **options)
-        return self._pool
+            pool = _HttpxPool(*self._args, **options)
+        return _LoopPool(pool, self._pools, loop)
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            await self._pool.aclose()
+        """Close the pool of the running loop; those of other loops close when their loop ends
+        (the client refuses requests from now on)."""
+        entry = self._pools.pop(current_loop())
+        if entry is not None:
+            await entry.keeper.aclose()
+
+
+class _LoopPool:
+    """A pool and the generator that closes it, and forgets it, when its event loop ends."""
+
+    __slots__ = ("keeper", "pool")
+
+    def __init__(
+        self, pool: httpx.AsyncBaseTransport, pools: PerLoop[_LoopPool], loop: object
+    ) -> None:
+        self.pool = pool
+
+        async def close() -> None:
+            pools.pop(loop, self)
+            await pool.aclose()
+
+        self.keeper = close_at_loop_end(close)
+        start(self.keeper)
+
+
+class _HttpxPool(httpx.AsyncHTTPTransport):
+    """httpx's pool, sending a request's body from an iterator object: httpx's own is an async
+    generator, which a send cancelled mid-write leaves suspended for the garbage collector
+    (and trio warns of each)."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if type(request.stream) is httpx.ByteStream:
+            request.stream = _Content(request.content)
+        return await super().handle_async_request(request)
+
+
+class _Content(httpx.AsyncByteStream):
+    """A request body of bytes, read once per attempt."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return _Once(self._content)
+
+
+class _Once:
+    """An async iterator of one item."""
+
+    __slots__ = ("_item",)
+
+    def __init__(self, item: bytes) -> None:
+        self._item: bytes | None = item
+
+    def __aiter__(self) -> _Once:
+        return self
+
+    async def __anext__(self) -> bytes:
+        item, self._item = self._item, None
+        if item is None:
+            raise StopAsyncIteration
+        return item
 
 
 def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:

@@ -39,6 +39,7 @@ from ._streaming import AsyncChunkIterator, ChunkDecoder, SyncChunkIterator
 from .errors import APIConnectionError, APIError, APITimeoutError, StreamConnectionError
 
 if TYPE_CHECKING:
+    from ._timeouts import Deadline
     from .types.chat import ChatCompletionChunk
 
 __all__ = ["AsyncChatSocket", "ChatSocket", "handshake", "open_socket", "websocket_url"]
@@ -173,7 +174,12 @@ class Receive(NamedTuple):
 
 
 def open_socket(
-    pipeline: Pipeline, call: APICall[Any], request: httpx.Request, attempts: int, slot: Slot
+    pipeline: Pipeline,
+    call: APICall[Any],
+    request: httpx.Request,
+    attempts: int,
+    slot: Slot,
+    deadline: Deadline | None,
 ) -> Flow[Any]:
     """The exchange of a WebSocket call: handshake, send the request, read up to the first
     chunk; a refusal or a failure before that chunk is an error the retry policy judges."""
@@ -192,7 +198,7 @@ def open_socket(
         "max_queue": None,
         "logger": _RedactingLogger(authorization.partition(" ")[2]),
     }
-    timer = pipeline.stream_timeouts(call).timer(pipeline.retry.monotonic)
+    timer = pipeline.stream_timeouts(call).timer(pipeline.retry.monotonic, deadline)
     in_process = getattr(pipeline.transport, "websocket_connect", None)
     if in_process is not None:
         connect: Any = ConnectInProcess(in_process, url, headers, subprotocols)

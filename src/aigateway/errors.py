@@ -196,7 +196,16 @@ class APIConnectionError(APIError):
 
 
 class APITimeoutError(APIConnectionError):
-    """The request got no reply in time."""
+    """The request got no reply in time.
+
+    ``limit_name`` names the limit that ran out: ``"timeout"`` (one connect, read, write or
+    pool wait of the ``timeout`` setting), ``"deadline"`` (the whole call's), or for a stream
+    ``"stream_first_event_timeout"`` / ``"stream_idle_timeout"``; ``limit`` is its value in
+    seconds (None for ``timeout``). An error of the deadline is never retried: the call's time
+    is up."""
+
+    limit_name: str = "timeout"
+    limit: float | None = None
 
 
 class APIResponseValidationError(APIError):

@@ -107,11 +107,6 @@ def test_tool_chain_ends(served: Served, llm: Run) -> None:
     assert second["messages"][-1]["role"] == "tool"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="llm sends a function without a docstring as description: null, which the mock "
-    "(through aigateway's request types) refuses with a 400",
-)
 def test_tool_without_a_docstring(llm: Run) -> None:
     undocumented = "def temperature(city: str) -> float:\n    return 12.5\n"
     assert "12.5" in llm("-m", MODEL_ID, "--no-log", "--functions", undocumented, "Oslo?")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .._http import APICall, Pipeline
     from .._ledger import CreditBudget, UsageLedger
     from .._limits import RateLimit, RequestBudget
+    from .._timeouts import Deadline
     from ..errors import RateLimitInfo
     from ..shared import RedisState
 
@@ -149,6 +150,7 @@ class SharedBinding:
         call: APICall[Any],
         fallbacks: Sequence[str] | None,
         budget: CreditBudget | None,
+        deadline: Deadline | None,
     ) -> Flow[Any]:
         """A call under the shared budget, with a shared idempotency key when it is an act."""
         act = (
@@ -164,7 +166,10 @@ class SharedBinding:
                 self.state, "ACT_CLAIM", [act_key], [fresh, self._ttl], local=lambda: fresh
             )
             call = replace(call, options={**call.options, "idempotency_key": claimed})
-        flow = pipeline._fall_back(call, fallbacks) if fallbacks else pipeline._call(call)
+        if fallbacks:
+            flow = pipeline._fall_back(call, fallbacks, deadline)
+        else:
+            flow = pipeline._call(call, deadline)
         result = yield from self.budgeted(budget, pipeline.state.ledger, flow)
         tokens = _total_tokens(result)
         if tokens and self.limiter is not None:  # a reply's headers tell the tokens before it

@@ -28,6 +28,7 @@ OPTION_KEYS = (
     "extra_headers",
     "extra_body",
     "timeout",
+    "deadline",
     "max_retries",
     "idempotency_key",
     "stream_first_event_timeout",

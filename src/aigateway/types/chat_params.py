@@ -206,7 +206,9 @@ is checked against the TypedDicts before the request is sent, whatever its stati
 
 class FunctionDefinitionParam(TypedDict, total=False):
     name: Required[str]
-    description: str
+    description: str | None
+    """What the function does, for the model; null is accepted as absent (some clients send
+    it for a function without a docstring)."""
     parameters: dict[str, Any]
     """A JSON-schema object describing the arguments."""
     strict: bool
@@ -293,6 +295,10 @@ class RequestOptions(TypedDict, total=False):
     """Fields merged into the JSON body as they are, unchecked (for gateway extensions)."""
     timeout: float | httpx.Timeout | None
     """This call's timeout, replacing the client's."""
+    deadline: float | None
+    """Seconds the whole call may take: connecting, every attempt, every wait between attempts
+    and, for a stream, its whole life; then `APITimeoutError` (``limit_name == "deadline"``). The
+    client's by default: 600 for a plain call, none for a stream; None for no deadline."""
     max_retries: int
     """This call's retry budget, replacing the client's."""
     idempotency_key: str
@@ -306,8 +312,7 @@ class RequestOptions(TypedDict, total=False):
     """Streams only: seconds without an event (keep-alive comments do not count) before the
     stream raises `StreamTimeoutError`; 300 by default, None for no limit."""
     stream_deadline: float | None
-    """Streams only: seconds the whole stream may take, from sending the request; no limit by
-    default."""
+    """Deprecated (removed in the next release; warns): ``deadline`` for streams only."""
     fallback_models: Sequence[str]
     """Up to 5 models to try in turn when the call's model is unavailable (404, 5xx or 429
     after the retries, no connection), before any output reached you; the reply's

@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA_LANES = ["server", "ws", "progress", "redis", "otel"]
 LANES = ["plain", *EXTRA_LANES, "lowest", "compat"]
-TEST_TOOLS = ["pytest", "pytest-timeout", "respx", "hypothesis", "trio"]
+TEST_TOOLS = ["pytest", "pytest-timeout", "respx", "hypothesis", "trio", "brotli"]
 """What the client's tests need besides the package (the dev extra without the linters)."""
 LANE_TIMEOUT = 600
 

@@ -33,9 +33,12 @@ Flow = Generator[Any, Any, T]
 
 class Send(NamedTuple):
     """Send ``request``; answer the `httpx.Response`, its body unread (the flow reads it, in
-    bounded pieces, or hands it to a stream)."""
+    bounded pieces, or hands it to a stream). With a ``timeout`` (the call's time left), the
+    reply's head must come within it: an async driver gives up with `TimeoutError`, a sync
+    one's own transport times out its reads and writes (`aigateway._sync_transport`)."""
 
     request: httpx.Request
+    timeout: float | None = None
 
 
 class Sleep(NamedTuple):

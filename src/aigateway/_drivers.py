@@ -8,6 +8,7 @@ failures and cleans up (closing replies, giving back slots) the same way for bot
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -17,6 +18,7 @@ from ._body import adecoded_body, decoded_body
 from ._commands import Acquire, Body, Close, Next, Send, Sleep, Write
 from ._http import APICall, Pipeline
 from ._leases import aclose_reply, close_reply
+from ._timeouts import SEND_ENDS_AT
 
 if TYPE_CHECKING:
     import os
@@ -80,7 +82,13 @@ class SyncPipeline(Pipeline):
     def _perform(self, command: Any) -> Any:
         kind = type(command)
         if kind is Send:
-            return self.http_client.send(command.request, stream=True)
+            if command.timeout is None:
+                return self.http_client.send(command.request, stream=True)
+            ends_at = SEND_ENDS_AT.set(time.monotonic() + command.timeout)
+            try:
+                return self.http_client.send(command.request, stream=True)
+            finally:
+                SEND_ENDS_AT.reset(ends_at)
         if kind is Next:
             return next(command.iterator, None)
         if kind is Sleep:
@@ -168,7 +176,12 @@ class AsyncPipeline(Pipeline):
     async def _perform(self, command: Any) -> Any:
         kind = type(command)
         if kind is Send:
-            return await self.http_client.send(command.request, stream=True)
+            if command.timeout is None:
+                return await self.http_client.send(command.request, stream=True)
+            import anyio
+
+            with anyio.fail_after(command.timeout):
+                return await self.http_client.send(command.request, stream=True)
         if kind is Next:
             if command.timeout is None:
                 return await anext(command.iterator, None)

@@ -366,8 +366,8 @@ class Pipeline:
         timer = None
         if call.stream:
             timer = self.stream_timeouts(call).timer(self.retry.monotonic, deadline)
-        try:
-            response = yield Send(request)
+        try:  # the reply's head within the time left (its timeout is the deadline's error)
+            response = yield Send(request, None if deadline is None else max(deadline.left(), 0.0))
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
         size = 0

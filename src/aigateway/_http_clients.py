@@ -1,5 +1,6 @@
 """The httpx clients the SDK makes when it is given none: httpx's own, with a cookie jar that
-skips the work for a reply that sets no cookie, and (async) the pool chosen per event loop
+skips the work for a reply that sets no cookie, (sync) a transport whose reads end at the call's
+deadline (`aigateway._sync_transport`) and (async) the pool chosen per event loop
 (`aigateway._transport`). A client given as ``http_client=`` is used as it is."""
 
 from __future__ import annotations
@@ -48,7 +49,26 @@ class _ReplyCookiesMixin:
 
 
 class HTTPClient(_ReplyCookiesMixin, httpx.Client):
-    """`httpx.Client` with `ReplyCookies`."""
+    """`httpx.Client` with `ReplyCookies`, whose own pools (the direct one and one per HTTP(S)
+    proxy from the environment) are `DeadlineTransport`s, so a call's deadline also bounds a
+    reply's head; a ``transport=`` given, and a SOCKS proxy's pool, are httpx's as they are."""
+
+    def _init_transport(
+        self, *args: Any, transport: httpx.BaseTransport | None = None, **kwargs: Any
+    ) -> httpx.BaseTransport:
+        from ._sync_transport import DeadlineTransport
+
+        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
+        return transport if transport is not None else DeadlineTransport(*args, **kwargs)
+
+    def _init_proxy_transport(
+        self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
+    ) -> httpx.BaseTransport:
+        if proxy.url.scheme not in ("http", "https"):
+            return super()._init_proxy_transport(proxy, *args, **kwargs)
+        from ._sync_transport import DeadlineTransport
+
+        return DeadlineTransport(*args, proxy=proxy, **kwargs)
 
 
 class AsyncHTTPClient(_ReplyCookiesMixin, httpx.AsyncClient):

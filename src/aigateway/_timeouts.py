@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from .errors import APIError, APITimeoutError, InvalidRequestError, Violation
 __all__ = [
     "CLIP_SLACK",
     "DEFAULT_STREAM_IDLE_TIMEOUT",
+    "SEND_ENDS_AT",
     "TIME_LIMIT_RULE",
     "Deadline",
     "StreamTimeouts",
@@ -42,6 +44,10 @@ CLIP_SLACK = 0.1
 """Seconds by which a request's timeout may outlast the time left before it is lowered to it
 (so the first attempt of a call keeps the timeouts it was given); also how close to its end a
 timeout counts as the deadline's."""
+SEND_ENDS_AT: ContextVar[float | None] = ContextVar("aigateway_send_ends_at", default=None)
+"""While the sync driver sends a request of a call that has a deadline: the `time.monotonic`
+time by which the reply's head must have come (`aigateway._sync_transport` ends each read and
+write there); None otherwise."""
 
 
 TIME_LIMIT_RULE: Final = "must be a number of seconds > 0 or None"

@@ -122,6 +122,25 @@ def test_the_log_keeps_a_cut_body_and_only_for_requests_that_reached_their_route
     assert whole.body_size == 0
 
 
+def test_the_log_keeps_the_body_of_a_faulted_or_replayed_request() -> None:
+    """Neither was refused: a test reads what its client sent before a fault it injected,
+    and what a retry sent again under the same idempotency key."""
+    gateway = MockGateway(rate_limits="unlimited")
+    gateway.faults.drop(times=1)
+    gateway.faults.fail(429, times=1)
+    request = MockRequest.build(
+        "POST",
+        "/v1/chat/completions",
+        json_body=CHAT,
+        api_key=gateway.api_key,
+        headers={"idempotency-key": "k1"},
+    )
+    statuses = [gateway.handle(request).status for _ in range(4)]
+    assert statuses == [0, 429, 200, 200]
+    assert [request.json() for request in gateway.requests] == [CHAT] * 4
+    assert len(gateway.charges) == 1  # the last one was a replay
+
+
 # -- quotas --------------------------------------------------------------------------------
 
 

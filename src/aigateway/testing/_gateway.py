@@ -329,19 +329,21 @@ class MockGateway:
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
         request_id = self._ids.next("admin request" if admin else "request", "req_")
         received = self.clock.now()
-        routed = False
+        refused = False  # by the body limit or a rate limit: the log keeps no body
 
         def route() -> MockResponse:
-            nonlocal routed
-            routed = True
             return self._router.route(self, request, request_id)
+
+        def refuse() -> None:
+            nonlocal refused
+            refused = True
 
         try:
             if admin:
                 response = route()
             else:
                 response = self.faults.run(
-                    request, lambda: guarded(self, request, request_id, route)
+                    request, lambda: guarded(self, request, request_id, route, on_refused=refuse)
                 )
         except Exception:  # a bug (or a user's handler failed): answer, do not crash the server
             _log.exception("the mock gateway failed to answer request %s", request_id)
@@ -363,7 +365,7 @@ class MockGateway:
                 self.clock.now(),
                 received,
                 known_key=known_key,
-                routed=routed,
+                refused=refused,
                 unknown_fields=unknown_fields(response),
             )
         return response

@@ -51,9 +51,11 @@ def guarded(
     request: MockRequest,
     request_id: str,
     route: Callable[[], MockResponse],
+    *,
+    on_refused: Callable[[], None],
 ) -> MockResponse:
     """Answer ``request`` through the body limit, rate limits and idempotency, with ``route``
-    doing the work."""
+    doing the work; ``on_refused`` is called when the body limit or a rate limit refuses it."""
     limit = gateway.max_body_bytes
     if max(len(request.body), declared_length(request.headers)) > limit:
         too_large = error_response(
@@ -62,6 +64,7 @@ def guarded(
             "invalid_request_error",
             "request_too_large",
         )
+        on_refused()
         return _uncounted(gateway, request, too_large)
     account = gateway.ledger.account(request.bearer_key)
     if account is None:
@@ -69,6 +72,7 @@ def guarded(
     limiter = gateway.rate_limits
     admission = limiter.admit(account.key)
     if not admission.ok:
+        on_refused()
         return error_response(
             429, admission.message, "rate_limit_error", admission.code, headers=admission.headers
         )

@@ -1,10 +1,12 @@
 """The mock's request log: what it was sent, bounded whatever a caller sends.
 
-A request is logged once it is answered, so the log knows how: only a request that reached
-its route (a valid key, a body within ``max_body_bytes``, within the key's rate limits) keeps
-its body, and only the first ``max_body_bytes`` of it (`MockRequest.body_cut` tells). One
-refused before (a 401, 413 or 429, an injected fault) keeps its metadata only: method, path,
-query, headers (without an unknown key's ``Authorization``), the body's length, the status.
+A request is logged once it is answered, so the log knows how: a request with a valid key
+that got past the gateway's limits (a body within its size limit, within the key's rate
+limits: routed, or replayed for its idempotency key) or that an injected fault answered (the
+test's own doing: it reads what was sent) keeps the first ``max_body_bytes`` of its body
+(`MockRequest.body_cut` tells). One refused (a 401, 413 or 429) keeps its metadata only:
+method, path, query, headers (without an unknown key's ``Authorization``), the body's
+length, the status.
 The log holds the latest ``size`` requests; `MockGateway.requests` and the admin API's
 ``GET /_mock/requests`` read it.
 """
@@ -68,11 +70,12 @@ class RequestLog:
         received: float,
         *,
         known_key: bool,
-        routed: bool,
+        refused: bool,
         unknown_fields: tuple[str, ...] = (),
     ) -> None:
-        """Log ``request``, answered with ``status``: its body (cut) only when ``routed``
-        with a ``known_key``, an unknown key's ``Authorization`` never."""
+        """Log ``request``, answered with ``status``: its body (cut) only with a ``known_key``
+        and not ``refused`` (for its size or rate limits), an unknown key's ``Authorization``
+        never."""
         entry = LoggedRequest(
             request.method,
             request.path[:1000],
@@ -85,7 +88,7 @@ class RequestLog:
         headers = request.headers
         if not known_key:
             headers = {name: value for name, value in headers.items() if name != "authorization"}
-        body = request.body[: self.max_body_bytes] if known_key and routed else b""
+        body = request.body[: self.max_body_bytes] if known_key and not refused else b""
         if body is not request.body or headers is not request.headers:
             request = dataclasses.replace(
                 request, headers=headers, body=body, body_size=request.body_size

@@ -43,6 +43,9 @@ _ORIGINAL = {
     "connect": (socket.socket, socket.socket.connect),
     "connect_ex": (socket.socket, socket.socket.connect_ex),
 }
+_INHERITED = {name for name, (owner, _) in _ORIGINAL.items() if name not in vars(owner)}
+"""The functions their owner inherits (`socket.socket`'s connects are `_socket.socket`'s):
+uninstalling deletes the guard rather than leave a copy of the original in the owner."""
 
 
 def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
@@ -76,9 +79,12 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Put the standard library's functions back."""
+    """Put the standard library's functions back, as they were."""
     for name, (owner, original) in _ORIGINAL.items():
-        setattr(owner, name, original)
+        if name not in _INHERITED:
+            setattr(owner, name, original)
+        elif name in vars(owner):
+            delattr(owner, name)
 
 
 @contextmanager

@@ -443,3 +443,78 @@ async def test_a_long_rate_limit_is_waited_out_and_tried_once_more(kind: str) ->
     assert isinstance(error, RateLimitError)
     assert error.retry_after == 120
     assert pauses == [120, 120]  # tried once more, then given up
+
+
+class WindowTakenByAnother:
+    """``call`` and progress bar of a batch of items 0 and 1: item 0 is refused (a wait beyond
+    the retry cap: it pauses the batch); item 1 goes out once that refusal is in and gets its
+    reply; then item 0 is refused again, as if item 1 had taken the window it waited for."""
+
+    def __init__(self, gateway: MockGateway, kind: str) -> None:
+        self.gateway = gateway
+        self.tries = 0
+        event: Any = threading.Event if kind == "sync" else anyio.Event
+        self.first_refused, self.other_done = event(), event()
+
+    def update(self, n: int = 1) -> None:  # an item has its outcome: only item 1 can, first
+        self.other_done.set()
+
+    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def refuse(self) -> None:
+        """Item 0's first two tries are refused (nothing else is in flight then)."""
+        if self.tries < 3:
+            self.gateway.faults.fail(429, times=1, retry_after=30)
+
+    def call(self, client: Client, item: dict[str, Any]) -> Any:
+        if item["messages"][0]["content"] == "item 1":
+            assert self.first_refused.wait(10)
+        else:
+            self.tries += 1
+            if self.tries == 2:
+                assert self.other_done.wait(10)
+            self.refuse()
+        try:
+            return client.chat.completions.create(**item)
+        finally:
+            self.first_refused.set()
+
+    async def acall(self, client: AsyncClient, item: dict[str, Any]) -> Any:
+        if item["messages"][0]["content"] == "item 1":
+            await self.first_refused.wait()
+        else:
+            self.tries += 1
+            if self.tries == 2:
+                await self.other_done.wait()
+            self.refuse()
+        try:
+            return await client.chat.completions.create(**item)
+        finally:
+            self.first_refused.set()
+
+
+async def test_an_item_whose_new_window_another_took_waits_for_the_next(kind: str) -> None:
+    """The pause an item began let another item through, which took the new window: refused
+    again, the item is not given up (its one retry is for a gateway that keeps refusing it
+    with nothing getting through) but waits for the next window."""
+    gateway = MockGateway()
+    pauses = Pauses(gateway)
+    script = WindowTakenByAnother(gateway, kind)
+    async with in_process_client(
+        kind, gateway, retry_policy=mock_time_policy(gateway, max_wait=5)
+    ) as client:
+        results = await batch(
+            client,
+            [chat_item(0), chat_item(1)],
+            concurrency=2,
+            call=script.call if kind == "sync" else script.acall,
+            progress=script,
+            **pauses.options(kind),
+        )
+    assert [result.ok for result in results] == [True, True]
+    assert script.tries == 3
+    assert pauses == [30, 30]

@@ -12,7 +12,8 @@ a `CapacityLimiter` (asyncio and trio).
 Rate limits: the client already retries a 429 whose wait is within its retry cap. A 429 asking
 for longer is raised at once, one left after the client's retries is raised too, both with the
 wait asked as ``retry_after``; the batch then holds back every new request for that long (one
-pause for the whole batch, not one per worker) and tries the item once more.
+pause for the whole batch, not one per worker) and tries the item once more (again, when other
+items took the window it waited for).
 """
 
 from __future__ import annotations
@@ -248,9 +249,11 @@ class _Pause:
             self.epoch += 1
             return True
 
-    def remaining(self) -> float:
+    def remaining(self) -> tuple[float, int]:
+        """The seconds the pause has left, and the epoch a request sent now goes out in
+        (read together: a pause begun between the two would pass for one already waited)."""
         with self._lock:
-            return max(0.0, self.resume_at - self.clock())
+            return max(0.0, self.resume_at - self.clock()), self.epoch
 
 
 class _BatchRun:
@@ -293,6 +296,9 @@ class _BatchRun:
                 self.results[item.index] = ItemResult(item.index, item.key, value, error, True)
         self.pending = [item for item in self.items if item.key not in done]
         self.failed = sum(1 for r in self.results if r is not None and not r.ok)
+        self.succeeded = 0
+        """Items that got their reply in this run: a pause that let some through was not in
+        vain for an item refused again after it (see `next_try`)."""
         self.credits = _Credits(balance)
         self.pause = _Pause(clock)
         self._lock = threading.Lock()
@@ -304,17 +310,23 @@ class _BatchRun:
             self.close()
             raise
 
-    def next_try(self, error: BaseException, epoch: int, retries_left: int) -> int | None:
-        """The retries an item has left when it is sent again after ``error``, or None to
-        give it up. Only a rate limit whose reply asked for a wait the client did not sit out
-        (beyond its retry cap, or with no retry left) is tried again. It pauses the batch for the wait asked and uses the item's one retry, unless
-        its request went out before the latest pause began (``epoch``): refused in the window
-        that pause waits out, it goes again without counting."""
+    def next_try(self, error: BaseException, epoch: int, paused_at: int) -> int | None:
+        """Whether an item goes again after ``error``: None to give it up, else the new
+        ``paused_at`` (the `succeeded` count when the item last paused the batch; -1 before it
+        ever did). Only a rate limit whose reply asked for a wait the client did not sit out
+        (beyond its retry cap, or with no retry left) is tried again. A 429 for a request that
+        went out before the latest pause began (``epoch``) was refused in the window that pause
+        waits out: it goes again as it was. Otherwise it pauses the batch and the item goes
+        again, unless its last pause let no item through (the gateway keeps refusing): an item
+        whose new window was taken by the other workers waits for the next one."""
         if not isinstance(error, RateLimitError) or error.retry_after is None:
             return None
         if not self.pause.begin(error.retry_after, epoch):
-            return retries_left
-        return retries_left - 1 if retries_left > 0 else None
+            return paused_at
+        succeeded = self.succeeded
+        if succeeded == paused_at:
+            return None
+        return succeeded
 
     def finish(self, item: _Item, value: Any, error: BaseException | None) -> None:
         """Record an item's outcome: results, checkpoint line, credits, bar."""
@@ -323,6 +335,7 @@ class _BatchRun:
             if self.checkpoint is not None:
                 self.checkpoint.record(item.key, value, error, request=item.payload)
             if error is None:
+                self.succeeded += 1
                 self.credits.observe(value)
             else:
                 self.failed += 1
@@ -389,22 +402,21 @@ def run_batch(
     gate = threading.Lock()
 
     def send(item: _Item) -> None:
-        retries_left = 1
+        paused_at = -1
         while True:
             with gate:  # one worker sleeps a pause out; the others then find it over
-                if (pause_left := batch.pause.remaining()) > 0:
-                    sleep(pause_left)
-                epoch = batch.pause.epoch
+                while (pause := batch.pause.remaining())[0] > 0:
+                    sleep(pause[0])
+                epoch = pause[1]
             try:
                 if item.problem is not None:
                     raise item.problem
                 value = batch.call(client, item.payload)
             except Exception as exc:
-                left = batch.next_try(exc, epoch, retries_left)
-                if left is None:
+                if (tried := batch.next_try(exc, epoch, paused_at)) is None:
                     batch.finish(item, None, exc)
                     return
-                retries_left = left
+                paused_at = tried
             else:
                 batch.finish(item, value, None)
                 return
@@ -463,12 +475,12 @@ async def arun_batch(
 
     async def send(item: _Item) -> None:
         async with limiter:
-            retries_left = 1
+            paused_at = -1
             while True:
                 async with gate:
-                    if (pause_left := batch.pause.remaining()) > 0:
-                        await sleep(pause_left)
-                    epoch = batch.pause.epoch
+                    while (pause := batch.pause.remaining())[0] > 0:
+                        await sleep(pause[0])
+                    epoch = pause[1]
                 try:
                     if item.problem is not None:
                         raise item.problem
@@ -476,11 +488,10 @@ async def arun_batch(
                     if inspect.isawaitable(value):
                         value = await value
                 except Exception as exc:
-                    left = batch.next_try(exc, epoch, retries_left)
-                    if left is None:
+                    if (tried := batch.next_try(exc, epoch, paused_at)) is None:
                         batch.finish(item, None, exc)
                         return
-                    retries_left = left
+                    paused_at = tried
                 else:
                     batch.finish(item, value, None)
                     return

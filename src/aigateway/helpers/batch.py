@@ -249,6 +249,13 @@ class _Pause:
             self.epoch += 1
             return True
 
+    def after(self, epoch: int) -> tuple[float, int]:
+        """Once a pause of ``epoch`` has been slept out: nothing left if no other pause began
+        meanwhile (a sleep that does not move the clock, as in tests, still ends the wait),
+        else the new pause's time left and epoch."""
+        left, now_epoch = self.remaining()
+        return (0.0, epoch) if now_epoch == epoch else (left, now_epoch)
+
     def remaining(self) -> tuple[float, int]:
         """The seconds the pause has left, and the epoch a request sent now goes out in
         (read together: a pause begun between the two would pass for one already waited)."""
@@ -405,9 +412,10 @@ def run_batch(
         paused_at = -1
         while True:
             with gate:  # one worker sleeps a pause out; the others then find it over
-                while (pause := batch.pause.remaining())[0] > 0:
-                    sleep(pause[0])
-                epoch = pause[1]
+                pause_left, epoch = batch.pause.remaining()
+                while pause_left > 0:
+                    sleep(pause_left)
+                    pause_left, epoch = batch.pause.after(epoch)
             try:
                 if item.problem is not None:
                     raise item.problem
@@ -478,9 +486,10 @@ async def arun_batch(
             paused_at = -1
             while True:
                 async with gate:
-                    while (pause := batch.pause.remaining())[0] > 0:
-                        await sleep(pause[0])
-                    epoch = pause[1]
+                    pause_left, epoch = batch.pause.remaining()
+                    while pause_left > 0:
+                        await sleep(pause_left)
+                        pause_left, epoch = batch.pause.after(epoch)
                 try:
                     if item.problem is not None:
                         raise item.problem

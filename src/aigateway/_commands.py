@@ -17,7 +17,6 @@ T = TypeVar("T")
 __all__ = [
     "NO_SLOT",
     "Acquire",
-    "Body",
     "Close",
     "Flow",
     "Next",
@@ -51,13 +50,6 @@ class Acquire(NamedTuple):
 
     slots: Any
     timeout: float | None = None
-
-
-class Body(NamedTuple):
-    """Start reading a reply's body: answer its (async) iterator of decoded pieces
-    (`aigateway._body.decoded_body`: each read decompressed a bounded piece at a time)."""
-
-    response: httpx.Response
 
 
 class Next(NamedTuple):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, overload
 import httpx
 
 from ._body import adecoded_body, decoded_body
-from ._commands import Acquire, Body, Close, Next, Send, Sleep, Write
+from ._commands import Acquire, Close, Next, Send, Sleep, Write
 from ._http import APICall, Pipeline
 from ._leases import aclose_reply, close_reply
 from ._timeouts import SEND_ENDS_AT
@@ -93,8 +93,6 @@ class SyncPipeline(Pipeline):
             return next(command.iterator, None)
         if kind is Sleep:
             return self.retry.sleep(command.seconds)
-        if kind is Body:
-            return decoded_body(command.response)
         if kind is Write:
             if command.restart:
                 command.file.seek(0)
@@ -110,6 +108,9 @@ class SyncPipeline(Pipeline):
                 raise TimeoutError(f"no concurrency slot within {command.timeout:.2f} s")
             return None
         return command.perform()  # a command of its own (a WebSocket's)
+
+    def body_pieces(self, response: httpx.Response) -> Any:
+        return decoded_body(response)
 
     def stream_type(self) -> Any:
         from ._streaming import Stream
@@ -191,8 +192,6 @@ class AsyncPipeline(Pipeline):
                 return await anext(command.iterator, None)
         if kind is Sleep:
             return await self.retry.async_sleep(command.seconds)
-        if kind is Body:
-            return adecoded_body(command.response)
         if kind is Write:
             if command.restart:
                 await command.file.seek(0)
@@ -214,6 +213,9 @@ class AsyncPipeline(Pipeline):
             with anyio.fail_after(command.timeout):
                 return await command.slots.acquire()
         return await command.aperform()  # a command of its own (a WebSocket's)
+
+    def body_pieces(self, response: httpx.Response) -> Any:
+        return adecoded_body(response)
 
     def stream_type(self) -> Any:
         from ._streaming import AsyncStream

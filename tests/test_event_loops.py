@@ -246,5 +246,7 @@ def test_a_module_level_client_under_debug_mode_and_warnings_as_errors() -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
-    assert "Warning" not in done.stderr, done.stderr
+    # (old uvicorn and websockets, in the lowest-versions lane, warn of their own deprecations)
+    for warning in ("ResourceWarning", "RuntimeWarning", "was never awaited"):
+        assert warning not in done.stderr, done.stderr
     assert "Event loop is closed" not in done.stderr, done.stderr

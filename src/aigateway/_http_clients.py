@@ -48,44 +48,39 @@ class _ReplyCookiesMixin:
         self._reply_cookies = ReplyCookies(cookies)
 
 
-class HTTPClient(_ReplyCookiesMixin, httpx.Client):
-    """`httpx.Client` with `ReplyCookies`, whose own pools (the direct one and one per HTTP(S)
-    proxy from the environment) are `DeadlineTransport`s, so a call's deadline also bounds a
-    reply's head; a ``transport=`` given, and a SOCKS proxy's pool, are httpx's as they are."""
+class _OwnPoolsMixin:
+    """The client's own pools (the direct one and one per proxy from the environment) are made
+    by `_pool`; a ``transport=`` given is used as it is."""
 
-    def _init_transport(
-        self, *args: Any, transport: httpx.BaseTransport | None = None, **kwargs: Any
-    ) -> httpx.BaseTransport:
+    def _pool(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
+        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
+        return transport if transport is not None else self._pool(*args, **kwargs)
+
+    def _init_proxy_transport(self, proxy: httpx.Proxy, *args: Any, **kwargs: Any) -> Any:
+        return self._pool(*args, proxy=proxy, **kwargs)
+
+
+class HTTPClient(_ReplyCookiesMixin, _OwnPoolsMixin, httpx.Client):
+    """`httpx.Client` with `ReplyCookies`, whose own pools are `DeadlineTransport`s, so a
+    call's deadline also bounds a reply's head; a SOCKS proxy's pool is httpx's own."""
+
+    def _pool(self, *args: Any, **kwargs: Any) -> httpx.BaseTransport:
+        proxy = kwargs.get("proxy")
+        if proxy is not None and proxy.url.scheme not in ("http", "https"):
+            return httpx.HTTPTransport(*args, **kwargs)
         from ._sync_transport import DeadlineTransport
 
-        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
-        return transport if transport is not None else DeadlineTransport(*args, **kwargs)
-
-    def _init_proxy_transport(
-        self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
-    ) -> httpx.BaseTransport:
-        if proxy.url.scheme not in ("http", "https"):
-            return super()._init_proxy_transport(proxy, *args, **kwargs)
-        from ._sync_transport import DeadlineTransport
-
-        return DeadlineTransport(*args, proxy=proxy, **kwargs)
+        return DeadlineTransport(*args, **kwargs)
 
 
-class AsyncHTTPClient(_ReplyCookiesMixin, httpx.AsyncClient):
-    """`httpx.AsyncClient` with `ReplyCookies`, whose own pools (the direct one and one per
-    proxy from the environment) are `AutoTransport`s; a ``transport=`` given is used as it is."""
+class AsyncHTTPClient(_ReplyCookiesMixin, _OwnPoolsMixin, httpx.AsyncClient):
+    """`httpx.AsyncClient` with `ReplyCookies`, whose own pools are `AutoTransport`s (the
+    pool chosen per event loop)."""
 
-    def _init_transport(
-        self, *args: Any, transport: httpx.AsyncBaseTransport | None = None, **kwargs: Any
-    ) -> httpx.AsyncBaseTransport:
+    def _pool(self, *args: Any, **kwargs: Any) -> httpx.AsyncBaseTransport:
         from ._transport import AutoTransport
 
-        kwargs.pop("app", None)  # httpx 0.27's deprecated argument, never given by us
-        return transport if transport is not None else AutoTransport(*args, **kwargs)
-
-    def _init_proxy_transport(
-        self, proxy: httpx.Proxy, *args: Any, **kwargs: Any
-    ) -> httpx.AsyncBaseTransport:
-        from ._transport import AutoTransport
-
-        return AutoTransport(*args, proxy=proxy, **kwargs)
+        return AutoTransport(*args, **kwargs)

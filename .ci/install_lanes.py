@@ -5,7 +5,8 @@
 
 The package is built first (``python -m build``: the wheel is built from the sdist, so a file
 missing from the sdist breaks the wheel), checked with ``twine check --strict`` and for its
-contents. Then each lane makes its own virtual environment with uv, under one temporary
+contents: the files it needs, only what builds, tests and documents the package, no binary
+file, the sdist's size. Then each lane makes its own virtual environment with uv, under one temporary
 directory, installs the wheel there from the package index and runs, from outside the
 checkout:
 
@@ -61,10 +62,18 @@ SDIST_NEEDS = [
     "tests/conftest.py",
     "tests/smoke/conftest.py",
     "docs/index.md",
-    "docs/.snippets/run-without-a-key.md",
     "examples/quickstart.py",
 ]
 WHEEL_NEEDS = ["aigateway/py.typed", "aigateway/__init__.py", "_aigateway_pytest.py"]
+SDIST_HOLDS = {
+    *("src", "tests", "docs", "examples", "bench"),
+    *("README.md", "CHANGELOG.md", "LICENSE", "mkdocs.yml", "pyproject.toml", "PKG-INFO"),
+    ".gitignore",  # hatch always adds it
+}
+"""The sdist's top-level entries: what builds, tests and documents the package (pyproject's
+``[tool.hatch.build.targets.sdist]``), nothing else."""
+SDIST_MAX_BYTES = 1_500_000
+"""The sdist is about 0.7 MB, all text; a stray folder or a generated file shows up here."""
 
 
 class Lane:
@@ -214,18 +223,41 @@ def build(work: Path) -> Path:
     run(sys.executable, "-m", "twine", "check", "--strict", sdist, wheel)
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        binaries = [
+            member.name
+            for member in archive.getmembers()
+            if member.isfile() and not is_text(archive.extractfile(member).read())  # type: ignore[union-attr]
+        ]
     missing = [name for name in SDIST_NEEDS if name not in names]
     assert not missing, f"{sdist.name} lacks {missing}"
+    strays = sorted({name.split("/")[0] for name in names} - SDIST_HOLDS)
+    assert not strays, f"{sdist.name} holds {strays}: only {sorted(SDIST_HOLDS)} belong there"
+    assert not binaries, f"{sdist.name} holds binary files: {binaries}"
+    size = sdist.stat().st_size
+    assert size <= SDIST_MAX_BYTES, f"{sdist.name} is {size:,} bytes (at most {SDIST_MAX_BYTES:,})"
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
+        binaries = [name for name in names if not is_text(archive.read(name))]
         info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
+    assert not binaries, f"{wheel.name} holds binary files: {binaries}"
     missing = [name for name in [*WHEEL_NEEDS, f"{info}/licenses/LICENSE"] if name not in names]
     assert not missing, f"{wheel.name} lacks {missing}"
     assert "aigateway = aigateway.cli:main" in entry_points, entry_points
     assert "aigateway = _aigateway_pytest" in entry_points, entry_points
-    print(f"contents ok: {len(names)} files in the wheel", flush=True)
+    print(f"contents ok: {len(names)} files in the wheel, the sdist {size:,} bytes", flush=True)
     return wheel
+
+
+def is_text(data: bytes) -> bool:
+    """Whether a file is text: UTF-8 without NUL bytes (a wheel, an image or a blob is not)."""
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def run(*argv: str | Path, **options: object) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,7 @@ peak memory is measured, ``_response_limits_child.py``).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import socket
@@ -62,9 +63,15 @@ def zlib_bomb(wbits: int, size: int = GIB) -> bytes:
 
 ZEROS_CRC32 = {GIB: 0x5B64C2B0}
 """CRC-32 of 1 GiB of zeros (``zlib.crc32``, computed once: it takes a second on a busy machine)."""
-BROTLI_BOMB = Path(__file__).with_name("data") / "zeros-1gib.br"
-"""1 GiB of zeros in 809 bytes: ``brotli.Compressor(quality=4, lgwin=24)`` over 64 times 16 MiB
-of zeros (made once: it takes a second or two)."""
+
+
+@functools.cache
+def brotli_bomb() -> bytes:
+    """1 GiB of zeros in 809 bytes: ``brotli.Compressor(quality=4, lgwin=24)`` over 64 times
+    16 MiB of zeros (made once per run: it takes about a second)."""
+    compressor = brotli.Compressor(quality=4, lgwin=24)
+    zeros = bytes(16 * MIB)
+    return b"".join(compressor.process(zeros) for _ in range(64)) + compressor.finish()
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +79,7 @@ def bombs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("bombs")
     (folder / "gzip").write_bytes(zlib_bomb(31))
     (folder / "deflate").write_bytes(zlib_bomb(15))
-    (folder / "br").write_bytes(BROTLI_BOMB.read_bytes())
+    (folder / "br").write_bytes(brotli_bomb())
     return folder
 
 
@@ -83,7 +90,7 @@ def test_the_bombs_are_what_they_claim() -> None:
     assert gzip.decompress(zlib_bomb(31, size)) == bytes(size)
     assert zlib.decompress(zlib_bomb(15, size)) == bytes(size)
     decompressor = brotli.Decompressor()
-    start = decompressor.process(BROTLI_BOMB.read_bytes(), output_buffer_limit=size)
+    start = decompressor.process(brotli_bomb(), output_buffer_limit=size)
     assert start == bytes(len(start))
     assert len(start) >= size
 

@@ -22,7 +22,9 @@ from aigateway.errors import InvalidRequestError, NotFoundError
 from aigateway.helpers.ray import _Fault, _run_on_ray, run_batch_on_ray
 from aigateway.testing import MockGateway
 
-ray = pytest.importorskip("ray")
+from ._integrations import import_integration
+
+ray = import_integration("ray", "ray")
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 SEED = 11

@@ -3,7 +3,7 @@
 Each test serves a fresh `MockGateway` with ``strict_fields=True`` on a real local socket, so
 a body field the mock does not know fails the flow (a user running their framework against a
 strict mock would see that 400). The frameworks come from the ``compat`` extra; without one, its
-tests skip. Nothing here may reach beyond this machine: sockets connect to loopback only (see
+tests skip, saying how to install it (under CI, which installs it, they fail instead). Nothing here may reach beyond this machine: sockets connect to loopback only (see
 `_loopback_only`), and the frameworks' own downloads and telemetry are turned off below,
 before any of them is imported.
 """

@@ -9,10 +9,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from .._integrations import import_integration
 from .conftest import Served
 
-instructor = pytest.importorskip("instructor")
-openai = pytest.importorskip("openai")
+instructor = import_integration("instructor", "compat")
+openai = import_integration("openai", "compat")
 
 
 class Contact(BaseModel):

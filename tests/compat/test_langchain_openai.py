@@ -9,11 +9,12 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from .._integrations import import_integration
 from .conftest import Served
 
-langchain_openai = pytest.importorskip("langchain_openai")
-messages = pytest.importorskip("langchain_core.messages")
-output_parsers = pytest.importorskip("langchain_core.output_parsers")
+langchain_openai = import_integration("langchain_openai", "compat")
+messages = import_integration("langchain_core.messages", "compat")
+output_parsers = import_integration("langchain_core.output_parsers", "compat")
 
 
 class Movie(BaseModel):

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from .._integrations import import_integration
 from ._loopback_only import loopback_only
 from .conftest import Served
 
 with loopback_only() as REFUSED_AT_IMPORT:
-    litellm = pytest.importorskip("litellm")
+    litellm = import_integration("litellm", "compat")
 pytestmark = pytest.mark.filterwarnings(
     # pydantic's notice about litellm's own TypedDicts, as it builds their validators
     "ignore:.*using the `ReadOnly` qualifier:UserWarning"

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from .._integrations import import_integration
 from . import _loopback_only
 from .conftest import OFFLINE, Served
 
-pytest.importorskip("llm")
+import_integration("llm", "compat")
 
 
 MODEL_ID = "aigateway-mock"

@@ -10,9 +10,10 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from .._integrations import import_integration
 from .conftest import Served
 
-openai = pytest.importorskip("openai")
+openai = import_integration("openai", "compat")
 
 
 class Weather(BaseModel):

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from .._integrations import import_integration
 from .conftest import Served
 
-pydantic_ai = pytest.importorskip("pydantic_ai")
-pytest.importorskip("openai")
-httpx2 = pytest.importorskip("httpx2")  # what pydantic-ai's OpenAI provider takes
+pydantic_ai = import_integration("pydantic_ai", "compat")
+import_integration("openai", "compat")
+httpx2 = import_integration("httpx2", "compat")  # what pydantic-ai's OpenAI provider takes
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 from pydantic_ai.usage import UsageLimits  # noqa: E402

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -20,7 +22,10 @@ def bash_block_after(heading: str) -> str:
 def test_ci_runs_the_readme_test_command_exactly() -> None:
     command = bash_block_after("## Run the tests")
     assert "pytest" in command
-    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci = ROOT / ".ci" / "run"
+    if not ci.exists():
+        pytest.skip("not a checkout (the sdist holds no CI scripts)")
+    assert command in ci.read_text(encoding="utf-8").splitlines()
 
 
 def test_the_try_it_command_runs_an_example_that_exists() -> None:

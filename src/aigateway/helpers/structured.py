@@ -126,8 +126,11 @@ class _Strictener:
         raise InvalidRequestError([Violation(where, node, f"{problem}; {_STRICT_NEEDS}")])
 
 
-def _schema_of(tp: object, field: str) -> dict[str, Any]:
-    """The JSON schema pydantic makes for ``tp``, or InvalidRequestError saying why not."""
+def _schema_of(tp: Any, field: str) -> dict[str, Any]:
+    """The JSON schema pydantic makes for ``tp``, or InvalidRequestError saying why not.
+
+    ``tp`` is whatever the caller passed (typed Any, not object: pydantic's `TypeAdapter`
+    takes a type form, which an object is not); pydantic itself says whether it is a type."""
     try:
         schema = TypeAdapter(tp).json_schema()
     except PydanticUserError as error:

@@ -9,8 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -215,6 +216,14 @@ def test_mock_serve_options_and_a_warning_off_loopback(
 # The complete command line: every command and option, in-process with --mock.
 
 
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Conversations go to a directory of the test's own, never to the user's."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("AIGATEWAY_STATE_DIR", str(state))
+    return state
+
+
 class Terminal(io.StringIO):
     """A text stream that says it is a terminal."""
 
@@ -269,14 +278,18 @@ def test_chat_reads_the_prompt_from_stdin(
     assert sent(gateways[0])["messages"] == [{"role": "user", "content": "from a pipe"}]
 
 
-def test_chat_without_a_prompt_on_a_terminal_is_a_usage_error(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_chat_without_a_prompt_on_a_terminal_is_a_conversation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, gateways: list[MockGateway]
 ) -> None:
-    monkeypatch.setattr(sys, "stdin", Terminal())
-    assert cli.main(["chat", "--mock"]) == 2
-    assert capsys.readouterr().err.endswith(
-        "aigateway: error: chat needs a PROMPT (an argument, or text on stdin)\n"
-    )
+    monkeypatch.setattr(sys, "stdin", Terminal("Hello\n"))  # then the end of input (Ctrl-D)
+    assert cli.main(["chat", "--mock"]) == 0
+    out, err = capsys.readouterr()
+    assert sent(gateways[0])["messages"] == [{"role": "user", "content": "Hello"}]
+    assert sent(gateways[0])["stream"] is True  # a conversation streams its replies
+    assert out == reply_text("Hello") + "\n"  # stdout holds the replies only
+    assert err.startswith("Conversation 2")
+    assert "Type exit or quit (or press Ctrl-D) to leave; Ctrl-C stops a reply." in err
+    assert err.endswith("> > \n")  # the prompt, on stderr as stdout is no terminal
 
 
 def test_chat_streams_to_a_terminal_unless_told_not_to(
@@ -465,3 +478,444 @@ def test_ctrl_c_in_process_is_status_130(
     monkeypatch.setitem(cli.COMMANDS, "chat", interrupted)
     assert cli.main(["chat", "Hi", "--mock"]) == 130
     assert "Traceback" not in capsys.readouterr().err
+
+
+# Conversations: interactive, continued, stored; --usage; run's output.
+
+
+def reply_text(*prompts: str, model: str = "gpt-4o-mini") -> str:
+    """The mock's reply to the last of ``prompts``, after its own replies to the others."""
+    messages: list[dict[str, str]] = []
+    with MockGateway().client() as client:
+        for prompt in prompts:
+            messages.append({"role": "user", "content": prompt})
+            text = client.chat.completions.create(model=model, messages=messages).text
+            messages.append({"role": "assistant", "content": text})
+    return messages[-1]["content"]
+
+
+def stored(state: Path) -> dict[str, Any]:
+    """The conversations stored under ``state``, by id."""
+    files = sorted((state / "conversations").glob("*.json"))
+    return {path.stem: json.loads(path.read_text()) for path in files}
+
+
+def posts(gateway: MockGateway) -> list[Any]:
+    return [json.loads(r.body) for r in gateway.requests if r.method == "POST"]
+
+
+def test_continue_sends_the_conversation_so_far(
+    capsys: pytest.CaptureFixture[str], gateways: list[MockGateway], state_dir: Path
+) -> None:
+    argv = ["chat", "Hello", "--mock", "--model", "gpt-4o", "--system", "Be brief"]
+    assert cli.main([*argv, "--api-key", "sk-never-stored-1234"]) == 0
+    first = capsys.readouterr().out.strip()
+    assert cli.main(["chat", "-c", "And then?", "--mock"]) == 0
+    second = capsys.readouterr().out.strip()
+    history = [
+        {"role": "system", "content": "Be brief"},
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": first},
+        {"role": "user", "content": "And then?"},
+    ]
+    assert sent(gateways[1])["messages"] == history
+    assert sent(gateways[1])["model"] == "gpt-4o"  # the conversation's model
+    (conversation_id, saved), *others = stored(state_dir).items()
+    assert not others
+    assert saved == {
+        "model": "gpt-4o",
+        "messages": [*history, {"role": "assistant", "content": second}],
+    }
+    assert (state_dir / "conversations" / "last").read_text() == conversation_id + "\n"
+    for path in state_dir.rglob("*"):
+        assert "sk-never-stored" not in path.read_text() if path.is_file() else True
+
+    assert (
+        cli.main(
+            [
+                "chat",
+                "--conversation",
+                conversation_id,
+                "Once more",
+                "--mock",
+                "--model",
+                "gpt-4o-mini",
+            ]
+        )
+        == 0
+    )
+    assert sent(gateways[2])["model"] == "gpt-4o-mini"  # --model switches the conversation's
+    assert len(posts(gateways[2])[-1]["messages"]) == 6
+    assert stored(state_dir)[conversation_id]["model"] == "gpt-4o-mini"
+
+
+def test_a_new_chat_becomes_the_last_and_no_save_stores_nothing(
+    capsys: pytest.CaptureFixture[str], gateways: list[MockGateway], state_dir: Path
+) -> None:
+    assert cli.main(["chat", "One", "--mock"]) == 0
+    assert cli.main(["chat", "Two", "--mock"]) == 0
+    assert cli.main(["chat", "Three", "--mock", "--no-save"]) == 0
+    assert len(stored(state_dir)) == 2
+    assert cli.main(["chat", "-c", "More", "--mock", "--no-save"]) == 0
+    assert [m["content"] for m in posts(gateways[3])[-1]["messages"]][::2] == ["Two", "More"]
+    assert all(len(c["messages"]) == 2 for c in stored(state_dir).values())
+
+
+def test_conversations_lists_the_stored_ones_latest_first(
+    capsys: pytest.CaptureFixture[str], state_dir: Path
+) -> None:
+    assert cli.main(["conversations"]) == 0
+    assert capsys.readouterr() == (
+        "",
+        f"aigateway: no conversations stored in {state_dir / 'conversations'}\n",
+    )
+    assert cli.main(["chat", "A first question", "--mock"]) == 0
+    assert cli.main(["chat", "-c", "A follow-up", "--mock"]) == 0
+    assert (
+        cli.main(["chat", "  A second\n  conversation  " + "x" * 60, "--mock", "--model", "gpt-4o"])
+        == 0
+    )
+    capsys.readouterr()
+    (state_dir / "conversations" / "broken.json").write_text("{")
+    os.utime(state_dir / "conversations" / "broken.json", (0, 0))  # the oldest
+    assert cli.main(["conversations"]) == 0
+    header, second, first, broken = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "SAVED", "MODEL", "MESSAGES", "FIRST", "PROMPT"]
+    assert second.split()[3:7] == ["gpt-4o", "2", "A", "second"]
+    assert second.endswith("  A second conversation " + "x" * 23 + "...")  # 48 characters
+    assert first.split()[3:] == ["gpt-4o-mini", "4", "A", "first", "question"]
+    assert broken.startswith("broken ")
+    assert broken.endswith("(not a stored conversation)")
+
+
+def test_interactive_reads_lines_until_exit(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateways: list[MockGateway],
+    state_dir: Path,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hi\n\n  \nAgain\n  Exit \nnever sent\n"))
+    assert cli.main(["chat", "-i", "--mock", "--no-stream"]) == 0
+    out, err = capsys.readouterr()
+    assert out == reply_text("Hi") + "\n" + reply_text("Hi", "Again") + "\n"
+    assert err == ""  # from a pipe: no greeting, no prompt
+    sent_messages = [body["messages"] for body in posts(gateways[0])]
+    assert [len(messages) for messages in sent_messages] == [1, 3]
+    assert "stream" not in posts(gateways[0])[0]
+    (conversation,) = stored(state_dir).values()
+    assert len(conversation["messages"]) == 4
+
+
+def test_interactive_starts_with_the_prompt_argument_and_continues(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateways: list[MockGateway],
+    state_dir: Path,
+) -> None:
+    assert cli.main(["chat", "Hi", "--mock"]) == 0
+    monkeypatch.setattr(sys, "stdin", Terminal("Again\nquit\n"))
+    assert cli.main(["chat", "-c", "-i", "Next", "--mock"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == [reply_text("Hi", "Next"), reply_text("Hi", "Next", "Again")]
+    conversation_id = next(iter(stored(state_dir)))
+    assert err.startswith(
+        f"Continuing conversation {conversation_id} (2 messages) with gpt-4o-mini."
+    )
+    assert [len(body["messages"]) for body in posts(gateways[1])] == [3, 5]
+
+
+class InterruptedOnce(io.StringIO):
+    """stdout, where Ctrl-C arrives while the first reply is being written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes == 3:
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_during_a_reply_stops_it_and_the_conversation_goes_on(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateways: list[MockGateway],
+    state_dir: Path,
+) -> None:
+    out = InterruptedOnce()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Tell me a story\nAgain\n"))
+    assert cli.main(["chat", "-i", "--mock"]) == 0
+    assert capsys.readouterr().err == "aigateway: reply stopped\n"
+    partial, whole = out.getvalue().splitlines()
+    assert reply_text("Tell me a story").startswith(partial)
+    assert len(partial) < len(reply_text("Tell me a story"))
+    (conversation,) = stored(state_dir).values()
+    messages = conversation["messages"]
+    assert messages[1]["content"] in reply_text("Tell me a story")
+    assert messages[1]["content"].startswith(partial)
+    assert messages[3] == {"role": "assistant", "content": whole}
+    assert posts(gateways[0])[1]["messages"][1] == messages[1]
+
+
+class CtrlCAtThePrompt(io.StringIO):
+    def readline(self, size: int | None = -1) -> str:
+        line = super().readline()
+        if not line:
+            raise KeyboardInterrupt
+        return line
+
+
+def test_ctrl_c_at_the_prompt_leaves_with_130_and_keeps_the_conversation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, state_dir: Path
+) -> None:
+    monkeypatch.setattr(sys, "stdin", CtrlCAtThePrompt("Hi\n"))
+    assert cli.main(["chat", "-i", "--mock"]) == 130
+    out, err = capsys.readouterr()
+    assert out == reply_text("Hi") + "\n"
+    assert err == "\n"
+    (conversation,) = stored(state_dir).values()
+    assert len(conversation["messages"]) == 2
+
+
+def test_a_failed_turn_is_reported_and_the_conversation_goes_on(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, state_dir: Path
+) -> None:
+    gateway = MockGateway()
+    gateway.faults.fail(400)
+    monkeypatch.setattr(cli, "_client", lambda args: gateway.client())
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Refused\nHi\n"))
+    assert cli.main(["chat", "-i"]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith("aigateway: error: ")
+    assert err.count("\n") == 1
+    assert out == reply_text("Hi") + "\n"
+    (conversation,) = stored(state_dir).values()
+    assert conversation["messages"][0]["content"] == "Hi"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-i", "--json"], "--json prints one reply; it cannot be used with --interactive"),
+        (["-i", "-"], "'-' reads the prompt from stdin, where --interactive reads its lines"),
+        (["-c", "--system", "S", "Hi"], "--system starts a new conversation"),
+        (["--conversation", "x", "--system", "S", "Hi"], "--system starts a new conversation"),
+    ],
+)
+def test_chat_options_that_do_not_go_together(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert cli.main(["chat", *argv, "--mock"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_continue_and_conversation_are_one_or_the_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["chat", "-c", "--conversation", "x", "Hi", "--mock"])
+    assert caught.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "argv", "message"),
+    [
+        (None, ["-c"], "there is no conversation to continue yet: start one without --continue"),
+        (
+            None,
+            ["--conversation", "nope"],
+            "no stored conversation 'nope' (see `aigateway conversations`)",
+        ),
+        (None, ["--conversation", "../secrets"], "'../secrets' is no conversation id"),
+        (
+            "{not json",
+            ["--conversation", "c1"],
+            "c1.json is not a stored conversation: not valid JSON",
+        ),
+        (
+            "[]",
+            ["--conversation", "c1"],
+            "c1.json is not a stored conversation: a JSON object was expected, got list",
+        ),
+        ('{"messages": []}', ["--conversation", "c1"], "'model' is missing or not a string"),
+        ('{"model": "m", "messages": {}}', ["-c"], "'messages' is missing or not a list"),
+        (
+            '{"model": "m", "messages": [{"role": "robot", "content": "x"}]}',
+            ["-c"],
+            "messages[0] is not an object with a role (system, user, assistant)",
+        ),
+        (
+            '{"model": "m", "messages": [{"role": "user", "content": 3}]}',
+            ["-c"],
+            "and a string content",
+        ),
+        (b"\xff\xfe", ["-c"], "cannot read"),
+    ],
+)
+def test_a_conversation_that_cannot_be_used_is_one_line_and_status_1(
+    capsys: pytest.CaptureFixture[str],
+    gateways: list[MockGateway],
+    state_dir: Path,
+    content: str | bytes | None,
+    argv: list[str],
+    message: str,
+) -> None:
+    folder = state_dir / "conversations"
+    if content is not None:
+        folder.mkdir(parents=True)
+        path = folder / "c1.json"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        (folder / "last").write_text("c1\n")
+    assert cli.main(["chat", *argv, "Hi", "--mock"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("aigateway: error: ")
+    assert message in err
+    assert gateways == []  # found before any client was made
+
+
+def expected_usage(prompt: str) -> str:
+    with MockGateway().client() as client:
+        messages = [{"role": "user", "content": prompt}]
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        pricing = (client.models.retrieve("gpt-4o-mini").model_extra or {})["pricing"]
+    usage = reply.usage
+    assert usage is not None
+    cost = (
+        Decimal(repr(pricing["input_per_1k"])) * usage.prompt_tokens
+        + Decimal(repr(pricing["output_per_1k"])) * usage.completion_tokens
+    ) / 1000
+    return (
+        f"aigateway: usage: tokens {usage.prompt_tokens} prompt, {usage.completion_tokens} "
+        f"completion, {usage.total_tokens} total; credits {cost.normalize():f} cost, "
+        f"{reply.remaining_credits!r} remaining\n"
+    )
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_usage_shows_tokens_and_credits_on_stderr(
+    capsys: pytest.CaptureFixture[str], gateways: list[MockGateway], stream: str
+) -> None:
+    assert cli.main(["chat", "Hello", "--mock", "--usage", stream]) == 0
+    out, err = capsys.readouterr()
+    assert out == reply_text("Hello") + "\n"
+    assert err == expected_usage("Hello")
+    assert "0.000" in err  # the mock's gpt-4o-mini: a fraction of a credit
+    if stream == "--stream":
+        assert sent(gateways[0])["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream_options" not in sent(gateways[0])
+    assert [r.path for r in gateways[0].requests].count("/v1/models/gpt-4o-mini") == 1
+
+
+def test_usage_after_each_reply_of_a_conversation_asks_prices_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, gateways: list[MockGateway]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("One\nTwo\n"))
+    assert cli.main(["chat", "-i", "--mock", "--usage"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith("aigateway: usage: tokens ") for line in lines)
+    assert [r.path for r in gateways[0].requests].count("/v1/models/gpt-4o-mini") == 1
+
+
+def test_usage_says_what_it_does_not_know() -> None:
+    from aigateway._cli_format import usage_line
+    from aigateway.types.chat import Usage
+
+    usage = Usage(prompt_tokens=1000, completion_tokens=2000)
+    assert usage_line(usage, {"input_per_1k": 0.1, "output_per_1k": 0.2}, 5.0) == (
+        "aigateway: usage: tokens 1000 prompt, 2000 completion, 3000 total; "
+        "credits 0.5 cost, 5 remaining\n"
+    )
+    assert usage_line(usage, {"per_image": 1}, None).endswith(
+        "credits unknown cost, unknown remaining\n"
+    )
+    assert usage_line(None, None, 1e-05) == (
+        "aigateway: usage: tokens unknown; credits unknown cost, 0.00001 remaining\n"
+    )
+
+
+def test_run_prints_each_field_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "flux-schnell", "--input", "prompt=a cat", "--mock"]) == 0
+    text = capsys.readouterr().out
+    result = json.loads(text)
+    assert text.count('"image_url"') == 1
+    assert set(result) == {
+        "remaining_credits",
+        "balance_warning",
+        "id",
+        "object",
+        "created",
+        "model",
+        "category",
+        "output",
+        "usage",
+    }
+    assert result["output"]["image_url"].startswith("http")
+
+
+def test_run_json_keeps_top_level_fields_of_the_gateways_own() -> None:
+    from aigateway._cli_format import run_json
+    from aigateway.types.services import RunResult
+
+    flat = RunResult.model_validate({"id": "run_1", "text": "hi", "tokens": 3})
+    assert json.loads(run_json(flat)) == {
+        "remaining_credits": None,
+        "balance_warning": None,
+        "id": "run_1",
+        "object": None,
+        "created": None,
+        "model": None,
+        "category": None,
+        "usage": None,
+        "output": {"text": "hi", "tokens": 3},
+    }
+    both = RunResult.model_validate({"output": {"a": 1, "b": 2}, "b": 3})
+    data = json.loads(run_json(both))
+    assert (data["output"], data["b"], "a" in data) == ({"a": 1, "b": 2}, 3, False)
+
+
+def test_the_state_directory_follows_the_platform(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from aigateway._cli_conversations import state_dir
+
+    assert state_dir() == tmp_path / "state"  # the override
+    monkeypatch.delenv("AIGATEWAY_STATE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path))
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert state_dir() == tmp_path / "xdg" / "aigateway"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/path")  # ignored, as the XDG spec says
+    assert state_dir() == tmp_path / ".local" / "state" / "aigateway"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert state_dir() == tmp_path / "Library" / "Application Support" / "aigateway"
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "Local"))
+    assert state_dir() == tmp_path / "Local" / "aigateway"
+
+
+def test_a_save_is_whole_or_not_at_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from aigateway._cli_conversations import Conversation, ConversationStore
+
+    store = ConversationStore(tmp_path / "c")
+    conversation = Conversation("c1", "m", [{"role": "user", "content": "first"}])
+    store.save(conversation)
+    if sys.platform != "win32":
+        assert (tmp_path / "c").stat().st_mode & 0o777 == 0o700
+        assert (tmp_path / "c" / "c1.json").stat().st_mode & 0o777 == 0o600
+
+    def failing_replace(source: str, target: object) -> None:
+        raise OSError("disk full")
+
+    conversation.messages.append({"role": "assistant", "content": "second"})
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        store.save(conversation)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["c1.json", "last"]  # no leftovers
+    assert store.load("c1").messages == [{"role": "user", "content": "first"}]

@@ -1,17 +1,22 @@
-"""What the ``aigateway`` command prints besides replies: the models table, errors in one line,
-retry notices and ``--debug`` detail. Imported only once a command runs (it loads the SDK)."""
+"""What the ``aigateway`` command prints besides replies: the models and conversations tables,
+a run's result, the ``--usage`` line, errors in one line, retry notices and ``--debug``
+detail. Imported only once a command runs (it loads the SDK)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import mimetypes
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ._cli_conversations import Conversation, ConversationError
+from ._ledger import credit_amount
 from ._logging import logger
 from .errors import (
     AIGatewayError,
@@ -21,7 +26,23 @@ from .errors import (
     APITimeoutError,
 )
 
-__all__ = ["debug_error", "describe_error", "image_path", "models_table", "reporting"]
+if TYPE_CHECKING:
+    from .types.chat import Usage
+    from .types.services import RunResult
+
+__all__ = [
+    "conversations_table",
+    "debug_error",
+    "describe_error",
+    "image_path",
+    "listed_cost",
+    "models_table",
+    "report_failure",
+    "reporting",
+    "run_json",
+    "usage_line",
+    "write_error",
+]
 
 
 def _price(pricing: Any) -> str:
@@ -55,12 +76,85 @@ def models_table(models: Sequence[Mapping[str, Any]]) -> str:
         for model in models
     ]
     kept = [0] + [i for i in range(1, len(header)) if any(row[i] for row in rows)]
-    table = [[header[i] for i in kept]] + [[row[i] for i in kept] for row in rows]
-    widths = [max(len(line[column]) for line in table) for column in range(len(kept))]
+    return _aligned([[header[i] for i in kept]] + [[row[i] for i in kept] for row in rows])
+
+
+def _aligned(table: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as left-aligned columns two spaces apart, a line each."""
+    widths = [max(len(line[column]) for line in table) for column in range(len(table[0]))]
     return "".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         + "\n"
         for line in table
+    )
+
+
+_PROMPT_SHOWN = 48
+"""How many characters of a conversation's first prompt its listing shows."""
+
+
+def conversations_table(
+    conversations: Iterable[tuple[str, float, Conversation | ConversationError]],
+) -> str:
+    """The stored conversations as aligned columns: id, when last saved, model, how many
+    messages, and the start of the first prompt (or why the file cannot be used)."""
+    table = [["ID", "SAVED", "MODEL", "MESSAGES", "FIRST PROMPT"]]
+    for conversation_id, saved, conversation in conversations:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(saved))
+        if isinstance(conversation, ConversationError):
+            table.append([conversation_id, when, "-", "-", "(not a stored conversation)"])
+            continue
+        first = next((m["content"] for m in conversation.messages if m["role"] == "user"), "")
+        first = " ".join(first.split())
+        if len(first) > _PROMPT_SHOWN:
+            first = first[: _PROMPT_SHOWN - 3] + "..."
+        count = str(len(conversation.messages))
+        table.append([conversation_id, when, conversation.model, count, first])
+    return _aligned(table)
+
+
+def run_json(result: RunResult) -> str:
+    """A ``/run`` result as JSON with each field once: the output's fields, which the result
+    also offers at its top level (``result.image_url``), are shown in ``output`` only."""
+    from .types.services import RunResult
+
+    data = result.model_dump(mode="json")
+    output = data.get("output")
+    if isinstance(output, dict):
+        own = RunResult.model_fields
+        copies = {k for k, v in output.items() if k not in own and data.get(k, v) == v}
+        data = {key: value for key, value in data.items() if key not in copies}
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def listed_cost(pricing: object, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
+    """What the tokens cost at a model's listed prices (``pricing`` with ``input_per_1k`` and
+    ``output_per_1k``, as ``GET /models`` gives them), exactly; None without such prices."""
+    if not isinstance(pricing, Mapping):
+        return None
+    per_input = credit_amount(pricing.get("input_per_1k"))
+    per_output = credit_amount(pricing.get("output_per_1k"))
+    if per_input is None or per_output is None:
+        return None
+    return (prompt_tokens * per_input + completion_tokens * per_output) / 1000
+
+
+def _credits(amount: Decimal | None) -> str:
+    return "unknown" if amount is None else f"{amount.normalize():f}"
+
+
+def usage_line(usage: Usage | None, pricing: object, remaining: float | None) -> str:
+    """``--usage``: a reply's tokens (prompt, completion, total) and credits (what they cost at
+    the model's listed prices, what remains), in one line; what is not known says so."""
+    left = _credits(credit_amount(remaining))
+    if usage is None:
+        return f"aigateway: usage: tokens unknown; credits unknown cost, {left} remaining\n"
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    total = usage.total_tokens or prompt + completion
+    cost = _credits(listed_cost(pricing, prompt, completion))
+    return (
+        f"aigateway: usage: tokens {prompt} prompt, {completion} completion, {total} total; "
+        f"credits {cost} cost, {left} remaining\n"
     )
 
 
@@ -77,10 +171,25 @@ def image_path(output: str | None, run_id: str | None, content: bytes) -> Path:
 
 def describe_error(error: Exception) -> str:
     """The one-line message of ``error``: an SDK error's own text; a file that cannot be read
-    or written as the OS says it; anything else named as unexpected."""
-    if isinstance(error, (AIGatewayError, OSError)):
+    or written as the OS says it; a stored conversation that cannot be used; anything else
+    named as unexpected."""
+    if isinstance(error, (AIGatewayError, OSError, ConversationError)):
         return str(error)
     return f"unexpected {type(error).__name__}: {error}"
+
+
+def write_error(message: str, err: TextIO) -> None:
+    """``aigateway: error: ...`` in one line on ``err``, however many lines the message has."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    err.write(f"aigateway: error: {line}\n")
+    err.flush()
+
+
+def report_failure(error: Exception, debug: bool, err: TextIO) -> None:
+    """A command's failure on ``err``: one line, after the ``--debug`` detail when asked for."""
+    if debug:
+        debug_error(error, err)
+    write_error(describe_error(error), err)
 
 
 def debug_error(error: Exception, err: TextIO) -> None:

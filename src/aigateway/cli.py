@@ -1,7 +1,9 @@
 """The ``aigateway`` command: quick calls from a shell, and the mock gateway on a local port.
 
     aigateway chat [PROMPT] [--system S] [--temperature T] [--max-tokens N] [--model M]
-                   [--stream | --no-stream] [--json]
+                   [--stream | --no-stream] [--json] [-i] [-c | --conversation ID]
+                   [--usage] [--no-save]
+    aigateway conversations
     aigateway models [--json]
     aigateway run MODEL [--input KEY=VALUE ...] [--input-file FILE]
     aigateway image PROMPT [--model M] [--size WxH] [--output FILE]
@@ -25,14 +27,13 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client
-    from .types.chat_params import SystemMessageParam, UserMessageParam
 
 __all__ = ["main"]
 
@@ -80,20 +81,62 @@ def _parser() -> argparse.ArgumentParser:
     common = [_global_options(suppress=True)]
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    chat = commands.add_parser("chat", parents=common, help="send a chat message, print the reply")
+    chat = commands.add_parser(
+        "chat", parents=common, help="send a chat message and print the reply, or converse"
+    )
     chat.add_argument(
-        "prompt", nargs="?", help="the user message; '-' or absent: read it from stdin"
+        "prompt",
+        nargs="?",
+        help="the user message; '-', or absent with stdin not a terminal: read it from stdin; "
+        "absent on a terminal: a conversation",
     )
     chat.add_argument("--system", help="a system message sent before the prompt")
     chat.add_argument("--temperature", type=float, help="sampling temperature (0 to 2)")
     chat.add_argument("--max-tokens", type=int, metavar="N", help="the longest reply, in tokens")
-    chat.add_argument("--model", default=DEFAULT_MODEL, help=f"model id (default {DEFAULT_MODEL})")
+    chat.add_argument(
+        "--model",
+        help=f"model id (default: the conversation's when continuing, else {DEFAULT_MODEL})",
+    )
     chat.add_argument(
         "--stream",
         action=argparse.BooleanOptionalAction,
-        help="print the reply as it streams (default: when stdout is a terminal)",
+        help="print the reply as it streams (default: in a conversation, or when stdout is "
+        "a terminal)",
     )
     chat.add_argument("--json", action="store_true", help="print the whole reply as JSON")
+    chat.add_argument(
+        "-i",
+        "--interactive",
+        action="store_true",
+        help="a conversation: read prompts a line at a time (after PROMPT, if given) until "
+        "exit, quit or Ctrl-D; Ctrl-C stops a reply",
+    )
+    earlier = chat.add_mutually_exclusive_group()
+    earlier.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue the last conversation",
+    )
+    earlier.add_argument(
+        "--conversation", metavar="ID", help="continue conversation ID (aigateway conversations)"
+    )
+    chat.add_argument(
+        "--usage",
+        action="store_true",
+        help="after each reply, its tokens and credits (cost, remaining) on stderr",
+    )
+    chat.add_argument(
+        "--no-save",
+        dest="save",
+        action="store_false",
+        help="do not store the conversation (it cannot be continued)",
+    )
+
+    commands.add_parser(
+        "conversations", parents=common, help="list the stored chat conversations, latest first"
+    )
 
     models = commands.add_parser("models", parents=common, help="list the chat models")
     models.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -169,40 +212,22 @@ def _read_stdin() -> str:
     return sys.stdin.read()
 
 
-def _prompt(args: argparse.Namespace) -> str:
-    if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
-        text = _read_stdin().strip()
-        if not text:
-            raise UsageError("the prompt read from stdin is empty")
-        return text
-    if args.prompt is None:
-        raise UsageError("chat needs a PROMPT (an argument, or text on stdin)")
-    return str(args.prompt)
+def _chat(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_chat import chat
+
+    return chat(args, _client, out)
 
 
-def _chat(args: argparse.Namespace, out: TextIO) -> None:
-    messages: list[SystemMessageParam | UserMessageParam] = []
-    if args.system is not None:
-        messages.append({"role": "system", "content": args.system})
-    messages.append({"role": "user", "content": _prompt(args)})
-    options: dict[str, Any] = {}
-    if args.temperature is not None:
-        options["temperature"] = args.temperature
-    if args.max_tokens is not None:
-        options["max_tokens"] = args.max_tokens
-    stream = out.isatty() if args.stream is None else args.stream
-    with _client(args) as client:
-        if stream and not args.json:
-            with client.chat.completions.stream(
-                model=args.model, messages=messages, **options
-            ) as chunks:
-                for text in chunks.text_stream:
-                    out.write(text)
-                    out.flush()
-            out.write("\n")
-            return
-        reply = client.chat.completions.create(model=args.model, messages=messages, **options)
-        out.write((reply.model_dump_json(indent=2) if args.json else reply.text) + "\n")
+def _conversations(args: argparse.Namespace, out: TextIO) -> None:
+    from ._cli_conversations import ConversationStore
+    from ._cli_format import conversations_table
+
+    store = ConversationStore()
+    listing = list(store.listing())
+    if not listing:
+        sys.stderr.write(f"aigateway: no conversations stored in {store.directory}\n")
+        return
+    out.write(conversations_table(listing))
 
 
 def _models(args: argparse.Namespace, out: TextIO) -> None:
@@ -245,10 +270,12 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> None:
+    from ._cli_format import run_json
+
     inputs = _inputs(args)
     with _client(args) as client:
         result = client.run(args.model, inputs)
-    out.write(result.model_dump_json(indent=2) + "\n")
+    out.write(run_json(result) + "\n")
 
 
 def _image(args: argparse.Namespace, out: TextIO) -> None:
@@ -320,44 +347,46 @@ def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_format import write_error
+
     try:
         _mock_serve(args, out, sys.stderr)
     except (ValueError, OSError) as error:
-        _error(str(error))
+        write_error(str(error), sys.stderr)
         return EXIT_USAGE
     return 0
 
 
-COMMANDS = {"chat": _chat, "models": _models, "run": _run, "image": _image}
-
-
-def _error(message: str) -> None:
-    """One line on stderr, however many lines the message has."""
-    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
-    print(f"aigateway: error: {line}", file=sys.stderr)
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int | None]] = {
+    "chat": _chat,
+    "conversations": _conversations,
+    "models": _models,
+    "run": _run,
+    "image": _image,
+}
+"""Each command's function: it prints to the stream it is given; its exit status is what it
+returns (None: 0), or what the error it raises means."""
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from ._cli_format import debug_error, describe_error
+    from ._cli_format import report_failure, write_error
 
     out = sys.stdout
     try:
         if args.command == "mock":
             return _serve(args, out)
-        COMMANDS[args.command](args, out)
+        status = COMMANDS[args.command](args, out)
         out.flush()
     except UsageError as error:
         parser.print_usage(sys.stderr)
-        _error(str(error))
+        write_error(str(error), sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         raise
     except Exception as error:
-        if args.debug:
-            debug_error(error, sys.stderr)
-        _error(describe_error(error))
+        report_failure(error, args.debug, sys.stderr)
         return EXIT_ERROR
-    return 0
+    return status or 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from aigateway import (
     InsufficientCreditsError,
     InvalidRequestError,
     RateLimitError,
+    run_batch,
 )
 from aigateway.testing import MockGateway
 from aigateway.types import ChatCompletion, Model, ModelList
@@ -116,10 +119,10 @@ async def test_models_show_as_a_table_and_a_short_repr(kind: str) -> None:
     assert repr(models).startswith(f"aigateway.ModelList({len(models)} models: gpt-4o, ")
     assert repr(models).endswith(", ...)")
     page = models._repr_html_()
-    assert page.startswith("<table>")
+    assert page.startswith('<table class="aigateway"')
     assert page.count("<tr>") == len(models) + 1
     for column in ("id", "owner", "context window", "prices", "capabilities"):
-        assert f"<th>{column}</th>" in page
+        assert f">{column}</th>" in page
     assert "vision" in page
     assert "per 1k credits" in page
     assert repr(models[0]) == "aigateway.Model('gpt-4o', owner='openai', context=128000)"
@@ -252,3 +255,131 @@ async def test_a_failed_fetch_says_so_instead_of_a_broken_image() -> None:
     assert "not fetched (ServiceUnavailableError): call result.read()" in page
     assert "<img" not in page
     assert len(gateway.requests) == sent + 1  # one attempt, no retries
+
+
+def test_a_stream_cut_to_its_last_chunks_marks_the_cut() -> None:
+    gateway = MockGateway()
+    gateway.enqueue_reply("A long answer that goes on. " * 20)
+    gateway.enqueue_reply("Short.")
+    with gateway.client() as client:
+        long = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+        chunks = list(long)
+        short = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+        list(short)
+    page = long._repr_html_()
+    assert f"the last 16 of {len(chunks)} chunks" in page
+    assert "<pre" in page.split("the last 16")[1]
+    assert page.split("<pre")[1].split(">", 1)[1].startswith("… ")  # the text's start is gone
+    assert "text='…" in repr(long)
+    assert repr(long).endswith("goes on. ')")  # the end of the text, as it grew there
+    assert "text shown" not in short._repr_html_()  # whole: no mark
+    assert "…" not in short._repr_html_() + repr(short)
+
+
+def test_a_chat_stream_longer_than_the_card_shows_its_end_and_how_much() -> None:
+    gateway = MockGateway()
+    text = "word " * 1200 + "THE END"
+    gateway.enqueue_reply(text)
+    with (
+        gateway.client() as client,
+        client.chat.completions.stream(model="gpt-4o-mini", messages=MESSAGES) as stream,
+    ):
+        stream.get_final_completion()
+    page = stream._repr_html_()
+    assert f"the last 4999 of {len(text)} characters" in page
+    assert "THE END</pre>" in page
+    assert page.split("<pre")[1].split(">", 1)[1].startswith("…")
+
+
+def test_every_label_is_kept_on_one_line_whatever_the_notebook_css() -> None:
+    with MockGateway().client() as client:
+        pages = (
+            client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)._repr_html_()
+            + client.models.list()._repr_html_()
+        )
+    labels = re.findall(r"<(?:dt|th)\b([^>]*)>", pages)
+    assert len(labels) == 5 + 5  # the reply's labels, the table's columns
+    assert all("white-space:nowrap" in attributes for attributes in labels)
+
+
+def batch_with_a_failure(client: Client, checkpoint: Path | None = None) -> Any:
+    items = [
+        {"model": "gpt-4o-mini", "messages": MESSAGES},
+        {"id": HOSTILE, "model": "gpt-4o-minii", "messages": MESSAGES},
+    ]
+    return run_batch(client, items, checkpoint=checkpoint, progress=False)
+
+
+def test_batch_results_show_as_a_table_of_item_status_cost_and_error() -> None:
+    gateway = MockGateway()
+    with gateway.client() as client:
+        results = batch_with_a_failure(client)
+        image = {"model": "flux-schnell", "inputs": {"prompt": "x", "size": "64x64"}}
+        service = run_batch(client, [image], kind="run", progress=False)
+    page = results._repr_html_()
+    assert "aigateway.BatchResult" in page
+    for column in ("item", "status", "cost", "error"):
+        assert f">{column}</th>" in page
+    assert page.count("<tr>") == 3
+    assert "tokens</td>" in page  # a chat reply's cost: its tokens
+    assert "NotFoundError: model &#x27;gpt-4o-minii&#x27; does not exist" in page
+    assert "&lt;script&gt;" in page  # the item's id, escaped
+    assert "<script>" not in page
+    assert "credits spent" in page
+    assert " credits</td>" in service._repr_html_()  # a service result states its credits
+
+
+def test_items_from_a_checkpoint_say_so_and_keep_their_error_class(tmp_path: Path) -> None:
+    with MockGateway().client() as client:
+        batch_with_a_failure(client, tmp_path / "batch.jsonl")
+        resumed = batch_with_a_failure(client, tmp_path / "batch.jsonl")
+    page = resumed._repr_html_()
+    assert ">ok (checkpoint)</td>" in page
+    assert ">failed (checkpoint)</td>" in page
+    assert ">NotFoundError: model &#x27;gpt-4o-minii&#x27;" in page  # not "RecordedError"
+
+
+def test_batch_results_read_as_aligned_text_in_a_terminal() -> None:
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    with MockGateway().client() as client:
+        results = batch_with_a_failure(client)
+    text = pretty.pretty(results)
+    first, header, ok, failed = text.splitlines()
+    assert first == repr(results) == "<BatchResult 2 items: 1 ok, 1 failed>"
+    assert header.split() == ["item", "status", "cost", "error"]
+    assert ok.split()[:2] == ["0", "ok"]
+    assert ok.endswith("tokens")
+    assert failed.startswith(HOSTILE + "  failed")
+    assert failed.index("NotFoundError") == header.index("error")  # the columns line up
+    assert failed.endswith("…")  # a long message is cut
+
+
+def test_a_big_batch_shows_its_failures_first_and_says_how_many_rows() -> None:
+    def call(client: Client, item: int) -> int:
+        if item in (3, 97):
+            raise APIConnectionError(f"item {item} failed")
+        return item
+
+    with MockGateway().client() as client:
+        results = run_batch(client, range(100), call=call, progress=False)
+    page = results._repr_html_()
+    assert page.count("<tr>") == 51  # the header and 50 items
+    assert "50 of 100 items: the failed ones first" in page
+    assert "item 3 failed" in page
+    assert "item 97 failed" in page
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    text = pretty.pretty(results).splitlines()
+    assert len(text) == 2 + 50 + 1
+    assert text[-1] == "(showing 50 of 100 items: the failed ones first)"
+
+
+def test_a_batch_never_shows_the_key() -> None:
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    gateway = MockGateway()
+    with gateway.client() as good, gateway.client(api_key="sk-wrong-key", max_retries=0) as bad:
+        results = [batch_with_a_failure(good), batch_with_a_failure(bad)]
+    assert not any(result.ok for result in results[1])
+    shown = "".join(r._repr_html_() + pretty.pretty(r) + repr(r) for r in results)
+    assert "AuthenticationError" in shown
+    assert "sk-wrong-key" not in shown
+    assert gateway.api_key not in shown

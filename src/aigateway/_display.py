@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any, TypeVar
 
 __all__ = [
+    "batch_html",
+    "batch_text",
     "card",
     "data_uri",
     "error_html",
@@ -29,6 +31,7 @@ __all__ = [
     "stream_html",
     "stream_repr",
     "table",
+    "text_table",
 ]
 
 TEXT_CHARS = 60
@@ -86,38 +89,69 @@ def _value(value: object) -> str:
     return escape(shorten(text, VALUE_CHARS))
 
 
+# Inline styles, so that no notebook's stylesheet reflows a card: JupyterLab floats an output's
+# ``dt`` left at 20% of the width and its ``dd`` at 80% (a two-word label then takes two lines);
+# JupyterLab and the classic Notebook set ``white-space: normal`` and right alignment on table
+# cells and break a ``pre``'s text mid-word. An inline style outranks every rule of theirs
+# (none is ``!important``). tests/test_notebook_layout.py checks the result in Chromium.
+_LIST = "display:grid;grid-template-columns:max-content minmax(0,1fr);gap:0 1em;margin:0.25em 0"
+_LABEL = "float:none;width:auto;margin:0;padding:0;font-weight:bold;white-space:nowrap"
+_VALUE = "float:none;width:auto;margin:0;padding:0;overflow-wrap:break-word"
+_TABLE = "margin:0.25em 0;width:auto;table-layout:auto;border-collapse:collapse"
+_CELL = "padding:0.25em 1em 0.25em 0;text-align:left;vertical-align:top"
+_HEAD = f"{_CELL};white-space:nowrap"
+_TEXT = "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word"
+"""A reply's text: wrapped between words (both front ends break an output's text anywhere)."""
+
+
 def card(
     obj: object,
     fields: Iterable[tuple[str, object]],
     body: str = "",
     text: str | None = None,
 ) -> str:
-    """A titled definition list (None values left out), then ``text`` (escaped, in a
-    preformatted block) and ``body`` (HTML already built here)."""
+    """A titled list of labels and values (None values left out), then ``text`` (escaped, in
+    a preformatted block) and ``body`` (HTML already built here)."""
     rows = "".join(
-        f"<dt>{escape(name)}</dt><dd>{_value(value)}</dd>"
+        f'<dt style="{_LABEL}">{escape(name)}</dt><dd style="{_VALUE}">{_value(value)}</dd>'
         for name, value in fields
         if value is not None
     )
     shown = ""
     if text is not None:
-        shown = f'<pre style="white-space:pre-wrap">{escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
+        shown = f'<pre style="{_TEXT}">{escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
     title = escape(public_name(type(obj)))
     return (
         f'<div class="aigateway" style="{_STYLE}"><strong>{title}</strong>'
-        f'<dl style="display:grid;grid-template-columns:max-content auto;gap:0 1em">{rows}</dl>'
-        f"{shown}{body}</div>"
+        f'<dl style="{_LIST}">{rows}</dl>{shown}{body}</div>'
     )
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """An HTML table; every cell escaped and shortened, None shown empty."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = "".join(f'<th style="{_HEAD}">{escape(h)}</th>' for h in headers)
     body = "".join(
-        "<tr>" + "".join(f"<td>{'' if c is None else _value(c)}</td>" for c in row) + "</tr>"
+        "<tr>"
+        + "".join(f'<td style="{_CELL}">{"" if c is None else _value(c)}</td>' for c in row)
+        + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f'<table class="aigateway" style="{_TABLE}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def text_table(rows: Sequence[Sequence[str]], right: Container[int] = ()) -> str:
+    """Aligned columns of plain text, two spaces apart; the columns in ``right`` flush right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
 
 
 def data_uri(mime: str, content: bytes) -> str:
@@ -177,15 +211,107 @@ def first_choice_text(chunk: object) -> str:
     return ""
 
 
-def stream_repr(stream: object, state: str, received: int, text: str) -> str:
-    """``aigateway.Stream(open, 3 chunks, text='Hello')``."""
+def _tail(text: str, limit: int, cut: bool) -> str:
+    """The end of ``text`` in at most ``limit`` characters, led by an ellipsis when anything
+    before it is not shown (``cut``: its start is already gone)."""
+    if not cut and len(text) <= limit:
+        return text
+    return "…" + text[max(0, len(text) - limit + 1) :]
+
+
+def stream_repr(
+    stream: object, state: str, received: int, text: str, kept: int | None = None
+) -> str:
+    """``aigateway.Stream(open, 3 chunks, text='Hello')``: the end of the text, as it grows
+    there. ``kept``: how many of the last chunks ``text`` is made of, when not all."""
     chunks = f"{received} chunk{'' if received == 1 else 's'}"
-    return plain(stream, state, chunks, field("text", text or None))
+    cut = kept is not None and kept < received
+    return plain(stream, state, chunks, field("text", _tail(text, TEXT_CHARS, cut) or None))
 
 
-def stream_html(stream: object, state: str, received: int, text: str) -> str:
-    """A stream's state, chunk count and text (so far, or of its last chunks)."""
-    return card(stream, [("state", state), ("chunks", received)], text=text)
+def stream_html(
+    stream: object, state: str, received: int, text: str, kept: int | None = None
+) -> str:
+    """A stream's state, chunk count and the end of its text; when that is not all of it, a
+    leading ellipsis and a line saying how much is shown."""
+    fields: list[tuple[str, object]] = [("state", state), ("chunks", received)]
+    cut = kept is not None and kept < received
+    if cut:
+        fields.append(("text shown", f"the last {kept} of {received} chunks"))
+    elif len(text) > HTML_TEXT_CHARS:
+        fields.append(("text shown", f"the last {HTML_TEXT_CHARS - 1} of {len(text)} characters"))
+    return card(stream, fields, text=_tail(text, HTML_TEXT_CHARS, cut))
+
+
+# -- batches -------------------------------------------------------------------------------
+
+BATCH_ROWS = 50
+"""How many items a batch's table shows: the failed ones first, then the rest, in input order."""
+
+
+def _message(error: BaseException) -> str:
+    return getattr(error, "message", None) or (str(error.args[0]) if error.args else "")
+
+
+def _batch_rows(results: Sequence[Any]) -> list[tuple[str, str, str, str]]:
+    """Item, status, cost and error of the items a batch shows (`BATCH_ROWS`)."""
+    shown = sorted(sorted(results, key=lambda r: r.ok)[:BATCH_ROWS], key=lambda r: r.index)
+    rows = []
+    for result in shown:
+        status = ("ok" if result.ok else "failed") + (
+            " (checkpoint)" if result.from_checkpoint else ""
+        )
+        error = result.error
+        kind = getattr(error, "kind", None)  # a RecordedError keeps the original class's name
+        name = kind if isinstance(kind, str) else type(error).__name__
+        shown_error = "" if error is None else f"{name}: {_message(error)}"
+        rows.append((str(result.id), status, _cost(result.value), shown_error))
+    return rows
+
+
+def _cost(value: object) -> str:
+    """The credits a reply states (``usage.credits``), else its tokens."""
+    usage = getattr(value, "usage", None)
+    credits = getattr(usage, "credits", None)
+    if isinstance(credits, int | float) and not isinstance(credits, bool):
+        return f"{credits:g} credits"
+    tokens = getattr(usage, "total_tokens", None)
+    return f"{tokens} tokens" if isinstance(tokens, int) else ""
+
+
+def _more_note(results: Sequence[Any]) -> str | None:
+    more = len(results) - BATCH_ROWS
+    return f"{BATCH_ROWS} of {len(results)} items: the failed ones first" if more > 0 else None
+
+
+def batch_html(results: Sequence[Any]) -> str:
+    """A batch's counts and credits, then a table: item, status, cost, error."""
+    failed = sum(1 for result in results if not result.ok)
+    spent = getattr(results, "credits_spent", None)
+    summary = [
+        ("items", len(results)),
+        ("ok", len(results) - failed),
+        ("failed", failed),
+        ("credits spent", None if spent is None else f"{spent:g}"),
+        ("rows shown", _more_note(results)),
+    ]
+    return card(results, summary, body=table(_BATCH_HEADERS, _batch_rows(results)))
+
+
+@guarded
+def batch_text(results: Sequence[Any]) -> str:
+    """The plain ``repr``, then the same table as aligned columns of text."""
+    rows = [
+        (item, status, cost, shorten(error)) for item, status, cost, error in _batch_rows(results)
+    ]
+    lines = [repr(results)]
+    if rows:
+        lines.append(text_table([_BATCH_HEADERS, *rows], right={2}))
+    note = _more_note(results)
+    return "\n".join(lines if note is None else [*lines, f"(showing {note})"])
+
+
+_BATCH_HEADERS = ("item", "status", "cost", "error")
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -235,7 +361,7 @@ def _reset_note(error: BaseException) -> str:
 
 
 def _error_fields(error: BaseException) -> list[tuple[str, object]]:
-    message = getattr(error, "message", None) or (str(error.args[0]) if error.args else "")
+    message = _message(error)
     return [
         ("status", getattr(error, "status_code", None)),
         ("code", getattr(error, "code", None)),

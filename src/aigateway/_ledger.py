@@ -243,15 +243,9 @@ class UsageLedger:
                     f"{usage.credits:.6f}",
                 )
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = [
-            "  ".join(
-                cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            )
-            for row in rows
-        ]
-        return "\n".join(lines)
+        from ._display import text_table
+
+        return text_table(rows, right=range(1, len(header)))
 
     def __str__(self) -> str:
         return self.table()

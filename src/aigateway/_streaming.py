@@ -422,11 +422,13 @@ class _StreamBase(Generic[T]):
 
     @guarded
     def __repr__(self) -> str:
-        return stream_repr(self, self.state, self.received, self._recent_text())
+        kept = len(self._decoder.tail)
+        return stream_repr(self, self.state, self.received, self._recent_text(), kept)
 
     @guarded
     def _repr_html_(self) -> str:
-        return stream_html(self, self.state, self.received, self._recent_text())
+        kept = len(self._decoder.tail)
+        return stream_html(self, self.state, self.received, self._recent_text(), kept)
 
 
 def _head_and_waiting(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .._display import batch_html, batch_text, guarded
 from .._optional import require
 from ..errors import InvalidRequestError, RateLimitError, Violation
 from ..types.requests import RequestModel
@@ -96,6 +97,14 @@ class BatchResult(list[ItemResult]):
 
     def __repr__(self) -> str:
         return f"<BatchResult {len(self)} items: {len(self.ok)} ok, {len(self.failed)} failed>"
+
+    @guarded
+    def _repr_html_(self) -> str:
+        return batch_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain text: the repr, then a row per item."""
+        printer.text(batch_text(self))
 
 
 @dataclass(frozen=True)

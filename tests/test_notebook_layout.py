@@ -1,0 +1,209 @@
+"""Cards and tables lay out one line per label in JupyterLab and the classic Notebook, 1280 px wide.
+
+What every kind of object shows in a notebook goes into a notebook's outputs; nbconvert's
+``lab`` and ``classic`` templates turn it into a page carrying that front end's own stylesheet
+(the rules on ``.jp-RenderedHTMLCommon`` and ``.jp-OutputArea-output``, or ``.rendered_html``,
+that a card must survive). Headless Chromium, Debian's ``chromium``, opens the page: a script
+in the page measures every label and writes what it found into the page, which
+``--dump-dom`` prints, and ``--screenshot`` keeps a picture. Nothing drives the browser but its
+command line, and no request leaves the machine (the templates' script addresses are blanked
+and every host name resolves to nothing).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aigateway import AuthenticationError, RateLimitError, run_batch
+from aigateway.testing import MockGateway
+
+from ._integrations import import_integration, integration_missing
+
+nbformat = import_integration("nbformat", "dev")
+nbconvert = import_integration("nbconvert", "dev")
+
+WIDTH = 1280
+HEIGHT = 6000
+"""Tall enough that the screenshot holds every output (and no scrollbar narrows the page)."""
+TEMPLATES = ("lab", "classic")
+
+MEASURE = """<pre id="layout" hidden></pre><script>
+(() => {
+  const lines = (element) => {
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    const tops = new Set();
+    for (const rect of range.getClientRects()) if (rect.width > 0) tops.add(Math.round(rect.top));
+    return tops.size;
+  };
+  const labels = [...document.querySelectorAll('.aigateway dt, .aigateway th')].map((label) => {
+    const value = label.tagName === 'DT' ? label.nextElementSibling : null;
+    return {
+      text: label.textContent,
+      lines: lines(label),
+      right: label.getBoundingClientRect().right,
+      valueLeft: value === null ? null : value.getBoundingClientRect().left,
+    };
+  });
+  const overflowing = [...document.querySelectorAll('.aigateway')]
+    .filter((shown) => shown.getBoundingClientRect().right > window.innerWidth)
+    .map((shown) => shown.textContent.slice(0, 80));
+  const brokenMidWord = [...document.querySelectorAll('.aigateway pre')]
+    .filter((text) => getComputedStyle(text).wordBreak === 'break-all').length;
+  document.getElementById('layout').textContent =
+    JSON.stringify({width: window.innerWidth, labels, overflowing, brokenMidWord});
+})();
+</script>"""
+
+
+def chromium() -> str:
+    """The Chromium on PATH (Debian's package installs ``chromium``), or a skip saying how to
+    get one (a failure under CI)."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    integration_missing("Chromium", "apt-get install chromium (Debian's package)")
+
+
+def shown_objects() -> list[tuple[str, dict[str, str]]]:
+    """``(source, {mime type: content})`` of every kind of card and table, as a notebook gets
+    them: a reply, a chunk, a stream cut to its tail, a chat stream, a parsed reply, models,
+    a service result, a batch with a failed item, errors and a client."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+
+    gateway = MockGateway(seed=1)
+    messages = [{"role": "user", "content": "Hello"}]
+    shown: list[tuple[str, Any]] = []
+    with gateway.client() as client:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        shown.append(("reply", reply))
+        gateway.enqueue_reply("A long answer that goes on. " * 40)
+        stream = client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+        chunks = list(stream)
+        shown += [("chunks[3]", chunks[3]), ("stream", stream)]
+        with client.chat.completions.stream(model="gpt-4o-mini", messages=messages) as chat:
+            chat.get_final_completion()
+        shown.append(("chat_stream", chat))
+        gateway.enqueue_reply('{"name": "Oslo"}')
+        parsed = client.chat.completions.parse(
+            model="gpt-4o-mini", messages=messages, response_format=City
+        )
+        shown.append(("parsed", parsed))
+        models = client.models.list()
+        shown += [("models", models), ("models[0]", models[0])]
+        shown.append(("speech", client.audio.speech(model="tts-1", text="hello")))
+        items = [
+            {"model": "gpt-4o-mini", "messages": messages},
+            {"id": "typo", "model": "gpt-4o-minii", "messages": messages},
+        ]
+        shown.append(("results", run_batch(client, items, progress=False)))
+        with (
+            gateway.client(api_key="wrong", max_retries=0) as bad_client,
+            pytest.raises(AuthenticationError) as refused,
+        ):
+            bad_client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        gateway.faults.fail(429, retry_after=7)
+        with pytest.raises(RateLimitError) as limited:
+            client.with_options(max_retries=0).chat.completions.create(
+                model="gpt-4o-mini", messages=messages
+            )
+        shown += [("error", refused.value), ("rate_limited", limited.value), ("client", client)]
+        return [
+            (source, {"text/html": obj._repr_html_(), "text/plain": repr(obj)})
+            for source, obj in shown
+        ]
+
+
+def notebook_page(template: str, outputs: list[tuple[str, dict[str, str]]]) -> str:
+    """The page nbconvert's ``template`` makes of a notebook with these outputs, its script
+    addresses blanked, the measuring script at its end."""
+    cells = []
+    for count, (source, data) in enumerate(outputs, start=1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=count)
+        cell.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=count)]
+        cells.append(cell)
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    config = nbconvert.exporters.html.Config()
+    for name in ("require_js_url", "jquery_url", "mathjax_url", "mermaid_js_url"):
+        setattr(config.HTMLExporter, name, "data:,")
+    exporter = nbconvert.HTMLExporter(template_name=template, config=config)
+    page, _ = exporter.from_notebook_node(notebook)
+    assert "</body>" in page
+    return str(page).replace("</body>", MEASURE + "</body>")
+
+
+def open_in_chromium(page: Path, screenshot: Path) -> dict[str, Any]:
+    """What the measuring script found in ``page``, 1280 px wide; a screenshot to ``screenshot``."""
+    command = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",  # as root (CI)
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={page.parent / 'profile'}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        f"--screenshot={screenshot}",
+        "--dump-dom",
+        page.as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    found = re.search(r'<pre id="layout"[^>]*>(.+?)</pre>', done.stdout, re.DOTALL)
+    assert found, f"Chromium measured nothing (exit {done.returncode}): {done.stderr[-2000:]}"
+    return dict(json.loads(html.unescape(found.group(1))))
+
+
+@pytest.fixture(scope="module")
+def outputs() -> list[tuple[str, dict[str, str]]]:
+    return shown_objects()
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_every_label_sits_on_one_line(
+    template: str, outputs: list[tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
+    page = tmp_path / f"{template}.html"
+    page.write_text(notebook_page(template, outputs), encoding="utf-8")
+    screenshot = tmp_path / f"{template}.png"
+    layout = open_in_chromium(page, screenshot)
+    assert layout["width"] == WIDTH
+    labels = layout["labels"]
+    names = {label["text"] for label in labels}
+    for two_words in (
+        "finish reason",
+        "remaining credits",
+        "what to do",
+        "request id",
+        "context window",
+        "text shown",
+        "credits spent",
+        "rate limit",
+    ):
+        assert two_words in names
+    wrapped = [label["text"] for label in labels if label["lines"] != 1]
+    assert wrapped == [], f"labels on more than one line in {template}: {wrapped}"
+    overlapping = [
+        label["text"]
+        for label in labels
+        if label["valueLeft"] is not None and label["valueLeft"] < label["right"]
+    ]
+    assert overlapping == [], f"labels running into their values in {template}: {overlapping}"
+    assert layout["overflowing"] == []
+    assert layout["brokenMidWord"] == 0
+    assert screenshot.read_bytes().startswith(b"\x89PNG")

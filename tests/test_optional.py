@@ -1,12 +1,18 @@
-"""An extra's package that is missing is told apart from one that is there and fails to import."""
+"""An extra's package that is missing is told apart from one that is there and fails to import,
+and either error gives install lines that run wherever the user is: the extra's own packages
+(aigateway is not on the package index), and the extra in a checkout."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import shlex
 from pathlib import Path
 
 import pytest
 
 from aigateway._optional import require
+
+from .test_docs_examples import install_problems, project_extras
 
 
 @pytest.fixture
@@ -16,13 +22,19 @@ def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def listed(extra: str) -> str:
+    """pyproject.toml's requirements of ``extra``, as a shell would take them."""
+    return " ".join(shlex.quote(requirement) for requirement in project_extras()[extra])
+
+
 @pytest.mark.parametrize("module", ["aigateway_no_such_package", "aigateway_no_such_package.sub"])
-def test_a_missing_package_says_which_extra_installs_it(module: str) -> None:
+def test_a_missing_package_names_the_extras_packages_and_the_checkout_line(module: str) -> None:
     with pytest.raises(ImportError) as caught:
-        require(module, "ws", "WebSocket streaming")
+        require(module, "server", "serving the mock gateway")
     assert str(caught.value) == (
-        "WebSocket streaming needs the optional package 'aigateway_no_such_package': "
-        "install it with `pip install 'aigateway[ws]'`"
+        "serving the mock gateway needs the optional package 'aigateway_no_such_package': "
+        f"install it with `python -m pip install {listed('server')}` "
+        "(or, in a checkout of aigateway, `python -m pip install -e '.[server]'`)"
     )
     assert isinstance(caught.value.__cause__, ModuleNotFoundError)
 
@@ -53,5 +65,39 @@ def test_a_package_that_fails_to_import_says_to_upgrade_the_extra(
     )
     assert reason in message
     assert message.endswith(
-        "`pip install --upgrade 'aigateway[server]'` installs the versions aigateway supports"
+        f"`python -m pip install --upgrade {listed('server')}` installs the versions aigateway "
+        "supports (or, in a checkout of aigateway, `python -m pip install --upgrade -e '.[server]'`)"
     )
+
+
+def test_without_aigateways_metadata_the_error_gives_the_checkout_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run from a source tree, uninstalled: no metadata to read the packages from."""
+
+    def not_installed(name: str) -> list[str]:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "requires", not_installed)
+    with pytest.raises(ImportError) as caught:
+        require("aigateway_no_such_package", "otel", "tracing")
+    assert str(caught.value) == (
+        "tracing needs the optional package 'aigateway_no_such_package': in a checkout of "
+        "aigateway, `python -m pip install -e '.[otel]'` installs the 'otel' extra"
+    )
+
+
+@pytest.mark.parametrize("extra", sorted(set(project_extras()) - {"dev"}))
+def test_every_extras_errors_give_install_lines_of_the_allowed_forms(
+    packages: Path, extra: str
+) -> None:
+    (packages / "aigw_broken.py").write_text("import aigw_no_dep\n")
+    messages = []
+    for module in ("aigateway_no_such_package", "aigw_broken"):
+        with pytest.raises(ImportError) as caught:
+            require(module, extra, "a feature")
+        messages.append(str(caught.value))
+    for message in messages:
+        assert message.count("pip install") == 2, message
+        assert install_problems(message) == [], message
+        assert f"'.[{extra}]'" in message

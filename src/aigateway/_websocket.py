@@ -15,8 +15,9 @@ The credential travels as the subprotocol pair (``Authorization``, key). A subpr
 hold only token characters (letters, digits and ``!#$%&'*+-.^_`|~``), so a key with others
 (``/``, ``=``, ...) is sent as an ``Authorization: Bearer`` header instead. The ``websockets``
 logger is handed a view that writes the key as ``<redacted>``. Needs the ``websockets``
-package (``pip install 'aigateway[ws]'``); the async socket runs on asyncio (on another event
-loop it is refused before anything is sent), the mock's in-process socket on any.
+package (the ``ws`` extra: ``python -m pip install -e '.[ws]'`` in a checkout); the async
+socket runs on asyncio (on another event loop it is refused before anything is sent), the
+mock's in-process socket on any.
 """
 
 from __future__ import annotations

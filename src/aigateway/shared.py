@@ -4,7 +4,7 @@
 (``wait_for_rate_limit=True`` or ``rate_limit=``), the credit budget (``max_credits=``,
 ``with_budget``), the usage totals and automatic idempotency keys of actions one for every
 process using the same key, instead of one per process. Needs the ``redis`` extra
-(``pip install 'aigateway[redis]'``).
+(``python -m pip install -e '.[redis]'`` in a checkout).
 """
 
 from __future__ import annotations

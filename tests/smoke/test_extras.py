@@ -52,7 +52,7 @@ async def needs(extra: str, use: Callable[[], Any]) -> bool:
     raises an ImportError naming it, and says False."""
     if installed(extra):
         return True
-    with pytest.raises(ImportError, match=rf"pip install 'aigateway\[{extra}\]'"):
+    with pytest.raises(ImportError, match=rf"pip install -e '\.\[{extra}\]'"):
         await resolve(use())
     return False
 

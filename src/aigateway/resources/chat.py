@@ -251,7 +251,8 @@ class Completions(SyncResource):
         """Stream a chat completion over the WebSocket endpoint (``/v1/stream``).
 
         ``with client.chat.completions.connect(...) as socket: for chunk in socket: ...``;
-        the same chunks as ``create(stream=True)``. Needs ``pip install 'aigateway[ws]'``.
+        the same chunks as ``create(stream=True)``. Needs the ``ws`` extra (in a checkout,
+        ``python -m pip install -e '.[ws]'``).
         """
         socket: ChatSocket = self._request(build_socket_call(params))
         return socket
@@ -370,8 +371,8 @@ class AsyncCompletions(AsyncResource):
         """Stream a chat completion over the WebSocket endpoint (``/v1/stream``), on asyncio.
 
         ``async with client.chat.completions.connect(...) as socket:
-        async for chunk in socket: ...`` (or ``socket = await ...``). Needs
-        ``pip install 'aigateway[ws]'``.
+        async for chunk in socket: ...`` (or ``socket = await ...``). Needs the ``ws`` extra
+        (in a checkout, ``python -m pip install -e '.[ws]'``).
         """
         call = build_socket_call(params)
 

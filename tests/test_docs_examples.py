@@ -49,6 +49,8 @@ from pathlib import Path
 
 import pytest
 
+from aigateway._optional import extra_requirements
+
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TITLE = "Run these examples without a key"
 TIP = """\
@@ -351,13 +353,8 @@ def project_extras() -> dict[str, list[str]]:
     try:
         import tomllib
     except ImportError:  # pragma: no cover - Python 3.10
-        extras: dict[str, list[str]] = {}
-        for line in importlib.metadata.requires("aigateway") or []:
-            requirement, _, marker = line.partition(";")
-            found = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
-            if found:
-                extras.setdefault(found.group(1), []).append(requirement.strip())
-        return extras
+        names = importlib.metadata.metadata("aigateway").get_all("Provides-Extra") or []
+        return {extra: extra_requirements(extra) for extra in names}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     optional: dict[str, list[str]] = project["optional-dependencies"]
     return optional

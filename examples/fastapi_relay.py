@@ -7,7 +7,8 @@ bundled mock in a second terminal and paste the `export` lines it prints:
 
     aigateway mock serve --rate-limits unlimited --credits 1000
 
-Then serve the app and open http://127.0.0.1:8000/chat?q=Hello in a browser:
+Then serve the app (uvicorn 0.32.1 or later; docs/relay.md says why) and open
+http://127.0.0.1:8000/chat?q=Hello in a browser:
 
     uvicorn fastapi_relay:app --port 8000
 

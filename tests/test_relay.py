@@ -110,15 +110,14 @@ def wait_until(condition: Callable[[], bool]) -> None:
 
 
 class HeldStream:
-    """The mock's stream pacing for a test: the first ``free`` waits end at once, the next
-    lasts until the mock cancels it (its client left)."""
+    """The pace of ``gateway``'s streams for a test: the first ``free`` waits end at once, the
+    next lasts until the mock cancels it (its client left)."""
 
-    def __init__(self, free: int) -> None:
+    def __init__(self, gateway: MockGateway, free: int) -> None:
+        self.gateway = gateway
         self.free = free
         self.holding = threading.Event()
         self.cancelled = threading.Event()
-
-    def pace(self, gateway: MockGateway) -> None:
         gateway.stream_pacing = dataclasses.replace(
             gateway.stream_pacing, token_delay=1.0, async_sleep=self.sleep
         )
@@ -132,6 +131,12 @@ class HeldStream:
             await anyio.sleep_forever()
         finally:
             self.cancelled.set()
+
+    def assert_closed_by_its_client(self) -> None:
+        """The mock saw its client (the relay) close the held stream, and the request end."""
+        assert self.cancelled.wait(BOUND), "the call to the gateway went on"
+        gateway = self.gateway
+        wait_until(lambda: gateway.rate_limits.in_flight(gateway.api_key) == 0)
 
 
 def stalled(app: ASGIApp, after: int, stalling: threading.Event) -> ASGIApp:
@@ -204,17 +209,14 @@ def test_the_whole_reply_is_relayed_then_done(
 def test_a_browser_leaving_closes_the_call_to_the_gateway(
     app: ASGIApp, served: MockGateway, caplog: pytest.LogCaptureFixture, read: int
 ) -> None:
-    held = HeldStream(free=read)  # the first event holds no text: the mock sends `read` words
-    held.pace(served)
+    held = HeldStream(served, free=read)  # the first event holds no text: `read` words go
     with serving(app) as url:
         with ask(url) as response:
             received = events(response)
             assert [next(received).event for _ in range(read)] == ["message"] * read
             assert held.holding.wait(BOUND)
             assert served.rate_limits.in_flight(served.api_key) == 1  # the relay's call is open
-        # the browser has gone: the relay closes its call, and the mock sees its client leave
-        assert held.cancelled.wait(BOUND), "the call to the gateway went on"
-        wait_until(lambda: served.rate_limits.in_flight(served.api_key) == 0)
+        held.assert_closed_by_its_client()  # the browser has gone, so has the relay's call
     assert not problems(caplog)
 
 
@@ -223,16 +225,14 @@ def test_a_browser_leaving_while_an_event_is_written_closes_the_call_too(
 ) -> None:
     """The cancellation lands in Starlette's write, not in the generator, which waits at its
     ``yield``: the response closes it."""
-    held = HeldStream(free=3)
-    held.pace(served)
+    held = HeldStream(served, free=3)
     stalling = threading.Event()
     with serving(stalled(app, after=1, stalling=stalling)) as url:
         with ask(url) as response:
             assert next(events(response)).event == "message"
             assert stalling.wait(BOUND)
             assert held.holding.wait(BOUND)
-        assert held.cancelled.wait(BOUND), "the call to the gateway went on"
-        wait_until(lambda: served.rate_limits.in_flight(served.api_key) == 0)
+        held.assert_closed_by_its_client()
     assert not problems(caplog)
 
 

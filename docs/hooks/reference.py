@@ -1,8 +1,10 @@
 """A mkdocs hook that fills the API reference's generated parts.
 
-``<!-- params: chat.completions.create -->`` becomes the table of that method's keywords, read
-from the TypedDict that defines them (and checks them); ``<!-- errors -->`` becomes the tree of
-exception classes. Both follow the code without anyone editing the page.
+``<!-- resource: chat.completions -->`` becomes the section of ``client.chat.completions``: its
+class's doc, then each public method with the table of its keywords, read from the TypedDict
+that defines (and checks) them. ``<!-- errors -->`` becomes the tree of exception classes,
+then a section for each. Both follow the code without anyone editing the pages, and the build fails when a resource of the
+client is on no page, or on two.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
@@ -23,60 +27,73 @@ from aigateway._reference import (
     param_fields,
 )
 
-PARAMS = re.compile(r"^<!-- params: ([\w.]+) -->$", re.MULTILINE)
+RESOURCE = re.compile(r"^<!-- resource: ([\w.]+) -->$", re.MULTILINE)
 ERRORS = re.compile(r"^<!-- errors -->$", re.MULTILINE)
-RESOURCES = re.compile(r"^<!-- resources -->$", re.MULTILINE)
+
+placed: dict[str, str] = {}
+"""Resource path -> the page it was placed on, in this build."""
 
 
-def resources_section() -> str:
-    """Every resource of the client: its class's doc, then each public method (with its
+def documented_resources() -> dict[str, type]:
+    """The resources that get a section: those with methods (``client.chat`` only holds
+    ``completions``, which has its own)."""
+    return {
+        path: cls
+        for path, cls in client_resources()
+        if any(callable(member) for name, member in public_members(cls))
+    }
+
+
+def public_members(cls: type) -> list[tuple[str, Any]]:
+    """A resource's methods and ``with_*`` views, in the order the class defines them."""
+    return [
+        (name, member)
+        for name, member in vars(cls).items()
+        if not name.startswith("_") and (callable(member) or name.startswith("with_"))
+    ]
+
+
+def resource_section(path: str) -> str:
+    """The section of ``client.<path>``: the class's doc, then each public member (with its
     keywords' table when it takes ``**params``)."""
-    parts = []
-    for path, cls in client_resources():
-        methods = [
-            name
-            for name, member in vars(cls).items()
-            if not name.startswith("_") and (callable(member) or name.startswith("with_"))
-        ]
-        if not any(callable(vars(cls)[name]) for name in methods):
-            continue  # a namespace such as client.chat: its resources follow
-        twin = f"Async{cls.__name__}"
+    cls = documented_resources().get(path)
+    if cls is None:
+        raise PluginError(f"<!-- resource: {path} -->: client.{path} is not a resource")
+    parts = [
+        f"## `client.{path}`\n\n"
+        f"::: {cls.__module__}.{cls.__name__}\n"
+        "    options:\n      show_root_heading: false\n      members: false\n\n"
+        f"On `AsyncClient`: `Async{cls.__name__}`, the same methods as coroutines.\n"
+    ]
+    for name, member in public_members(cls):
         parts.append(
-            f"### `client.{path}`\n\n"
-            f"::: {cls.__module__}.{cls.__name__}\n"
-            "    options:\n      show_root_heading: false\n      members: false\n\n"
-            f"On `AsyncClient`: `{twin}`, the same methods as coroutines.\n"
+            f"::: {cls.__module__}.{cls.__name__}.{name}\n"
+            f'    options:\n      heading_level: 3\n      heading: "client.{path}.{name}"\n'
+            f'      toc_label: "{path}.{name}"\n'
         )
-        for name in methods:
-            parts.append(
-                f"::: {cls.__module__}.{cls.__name__}.{name}\n"
-                f'    options:\n      heading_level: 4\n      heading: "client.{path}.{name}"\n'
-                f'      toc_label: "{path}.{name}"\n'
-            )
-            if callable(vars(cls)[name]):
-                with contextlib.suppress(LookupError):  # no keywords beyond its signature
-                    parts.append(params_table(f"{path}.{name}"))
+        if callable(member):
+            with contextlib.suppress(LookupError):  # no keywords beyond its signature
+                parts.append(params_table(f"{path}.{name}"))
     return "\n".join(parts)
 
 
 def params_table(path: str) -> str:
-    """The markdown table of the keywords of ``client.<path>``."""
+    """The table of the keywords of ``client.<path>``: name, type and limits, description."""
     lines = [
-        "| Keyword | Type | Limits | Default | Description |",
-        "| --- | --- | --- | --- | --- |",
+        '<div class="keywords" markdown>',
+        "",
+        "| Keyword | Type and limits | Description |",
+        "| --- | --- | --- |",
     ]
     for field in param_fields(method_params(path)):
-        cells = [
-            f"`{field.name}`",
-            _cell(field.type),
-            _cell(field.limits),
-            "required" if field.required else "—",
-            _cell(field.doc),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        name = f"`{field.name}`" + (" (required)" if field.required else "")
+        kind = _cell(field.type) + (f"<br>*{_cell(field.limits)}*" if field.limits else "")
+        lines.append(f"| {name} | {kind} | {_cell(field.doc)} |")
+    lines += ["", "</div>", ""]
     return (
         "\n".join(lines)
-        + "\n\n— : not sent, so the gateway's default (for the per-call options, the client's setting) applies.\n"
+        + "\nA keyword not given is not sent, so the gateway's default (for the per-call options,"
+        " the client's setting) applies.\n"
     )
 
 
@@ -92,7 +109,39 @@ def errors_list(node: ErrorNode | None = None, depth: int = 0) -> str:
     return line + "".join(errors_list(child, depth + 1) for child in node.children)
 
 
-def on_page_markdown(markdown: str, **kwargs: Any) -> str:
-    markdown = RESOURCES.sub(lambda match: resources_section(), markdown)
-    markdown = PARAMS.sub(lambda match: params_table(match.group(1)), markdown)
-    return ERRORS.sub(lambda match: errors_list(), markdown)
+def errors_section() -> str:
+    """The tree of exception classes, then each class documented, in the tree's order."""
+
+    def classes(node: ErrorNode) -> list[ErrorNode]:
+        return [node] + [found for child in node.children for found in classes(child)]
+
+    tree = error_tree()
+    documented = "\n".join(f"::: {node.module}.{node.name}\n" for node in classes(tree))
+    return f"{errors_list(tree)}\n## Error classes\n\n{documented}"
+
+
+def on_pre_build(**kwargs: Any) -> None:
+    placed.clear()
+
+
+def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
+    def place(match: re.Match[str]) -> str:
+        path = match.group(1)
+        if path in placed:
+            raise PluginError(
+                f"client.{path} is on two pages: {placed[path]} and {page.file.src_uri}"
+            )
+        placed[path] = page.file.src_uri
+        return resource_section(path)
+
+    markdown = RESOURCE.sub(place, markdown)
+    return ERRORS.sub(lambda match: errors_section(), markdown)
+
+
+def on_post_build(**kwargs: Any) -> None:
+    missing = sorted(set(documented_resources()) - set(placed))
+    if missing:
+        raise PluginError(
+            "resources on no reference page (add <!-- resource: PATH --> to one): "
+            + ", ".join(f"client.{path}" for path in missing)
+        )

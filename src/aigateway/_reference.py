@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import pkgutil
 import textwrap
 import types
 import typing
@@ -29,6 +30,7 @@ __all__ = [
     "error_tree",
     "method_params",
     "param_fields",
+    "public_module",
 ]
 
 
@@ -48,6 +50,8 @@ class ErrorNode:
     """An exception class, what its docstring says of when it is raised, and its subclasses."""
 
     name: str
+    module: str
+    """The module it is imported from (`public_module`)."""
     summary: str
     children: tuple[ErrorNode, ...]
     also: tuple[str, ...] = ()
@@ -280,4 +284,23 @@ def error_tree(root: type[BaseException] | None = None) -> ErrorNode:
         for base in root.__bases__[1:]
         if issubclass(base, errors.AIGatewayError) or base.__module__ == "builtins"
     )
-    return ErrorNode(root.__name__, summary, tuple(error_tree(child) for child in children), also)
+    children_nodes = tuple(error_tree(child) for child in children)
+    return ErrorNode(root.__name__, public_module(root), summary, children_nodes, also)
+
+
+def public_module(cls: type) -> str:
+    """The module a user imports ``cls`` from: the one defining it when that is public, else
+    ``aigateway`` or a public module of the defining one's package that exports it."""
+    if not any(part.startswith("_") for part in cls.__module__.split(".")):
+        return cls.__module__
+    package = cls.__module__.rpartition(".")[0]
+    candidates = ["aigateway"] + [
+        f"{package}.{module.name}"
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__)
+        if not module.name.startswith("_")
+    ]
+    for candidate in candidates:
+        module = importlib.import_module(candidate)
+        if cls.__name__ in getattr(module, "__all__", ()) and getattr(module, cls.__name__) is cls:
+            return candidate
+    raise LookupError(f"{cls.__module__}.{cls.__name__} is exported by no public module")

@@ -46,6 +46,7 @@ __all__ = [
     "ChatMessageParam",
     "ContentPartParam",
     "DeveloperMessageParam",
+    "FunctionDefinitionInput",
     "FunctionDefinitionParam",
     "FunctionMessageParam",
     "ImagePartParam",
@@ -59,6 +60,7 @@ __all__ = [
     "SystemMessageParam",
     "TextPartParam",
     "ToolChoiceParam",
+    "ToolInput",
     "ToolMessageParam",
     "ToolParam",
     "UserMessageParam",
@@ -97,6 +99,11 @@ ALLOWED: Mapping[str, str] = {
         "'schema': a JSON schema object, 'strict': true or false}"
     ),
     "seed": "an integer",
+    "tools": (
+        "a list of {'type': 'function', 'function': {'name': ..., 'description': ..., "
+        "'parameters': {...}, 'strict': true or false}}"
+    ),
+    "functions": "a list of {'name': ..., 'description': ..., 'parameters': {...}}",
     "content": "a string or a list of {'type': 'text'} / {'type': 'image_url'} parts",
 }
 """What each field allows, in words: quoted by the errors of both client and mock."""
@@ -204,20 +211,35 @@ is checked against the TypedDicts before the request is sent, whatever its stati
 """
 
 
+@with_config(ConfigDict(extra="forbid"))
 class FunctionDefinitionParam(TypedDict, total=False):
+    """A function the model may call; an unknown key (a misspelt ``description``, say) is
+    refused rather than dropped."""
+
     name: Required[str]
     description: str | None
     """What the function does, for the model; null is accepted as absent (some clients send
     it for a function without a docstring)."""
     parameters: dict[str, Any]
     """A JSON-schema object describing the arguments."""
-    strict: bool
+    strict: Annotated[bool, Field(strict=True)]
     """True: the arguments follow ``parameters`` exactly (structured outputs)."""
 
 
+@with_config(ConfigDict(extra="forbid"))
 class ToolParam(TypedDict):
     type: Literal["function"]
     function: FunctionDefinitionParam
+
+
+ToolInput = Union[ToolParam, Mapping[str, object]]
+"""What ``tools`` items may be: a `ToolParam`, or for type checkers any ``Mapping[str, object]``,
+so that tools built as dicts in a variable (inferred as ``list[dict[str, ...]]``) can be passed
+and the reply keeps its type. Every tool is checked against `ToolParam` before the request is
+sent, whatever its static type: a bad one raises `InvalidRequestError` naming it."""
+
+FunctionDefinitionInput = Union[FunctionDefinitionParam, Mapping[str, object]]
+"""What the legacy ``functions`` items may be, as `ToolInput` for ``tools``."""
 
 
 class NamedToolChoiceFunction(TypedDict):
@@ -404,14 +426,32 @@ class _ChatSettingsBase(TypedDict, total=False):
     """How many likeliest alternatives to list at each token (needs ``logprobs``)."""
     user: str
     """Your id for the end user, passed to the provider for abuse monitoring."""
+
+
+class _RequestTools(TypedDict, total=False):
+    """``tools`` and ``functions`` as the body carries them, checked strictly."""
+
     tools: list[ToolParam]
+    functions: list[FunctionDefinitionParam]
+
+
+class _ToolArguments(TypedDict, total=False):
+    """``tools`` and ``functions`` as the methods take them (see `ToolInput`)."""
+
+    tools: Sequence[ToolInput]
     """Functions the model may call; their calls come back in ``message.tool_calls``."""
+    functions: Sequence[FunctionDefinitionInput]
+    """The legacy form of ``tools``."""
+
+
+class _ToolSettings(TypedDict, total=False):
+    """The settings after ``tools``, which pydantic reads first (``tool_choice`` is checked
+    against them)."""
+
     tool_choice: Annotated[ToolChoiceParam, AfterValidator(tool_choice_in_tools)]
     """Whether and which tool to call: ``auto``, ``none``, ``required`` or a named function."""
     parallel_tool_calls: Annotated[bool, Field(strict=True)]
     """False: at most one tool call per reply."""
-    functions: list[FunctionDefinitionParam]
-    """The legacy form of ``tools``."""
     function_call: FunctionCallChoiceParam
     """The legacy form of ``tool_choice``: ``"auto"``, ``"none"`` or ``{"name": ...}``."""
     seed: Annotated[int, Field(strict=True)]
@@ -420,9 +460,18 @@ class _ChatSettingsBase(TypedDict, total=False):
     """Streams only: ``{'include_usage': True}`` adds a last chunk with the usage."""
 
 
-class _ChatSettings(_ChatSettingsBase, total=False):
+class _ResponseFormat(TypedDict, total=False):
     response_format: ResponseFormatParam
     """The reply's form: text, any JSON object, or JSON following a schema (see ``parse``)."""
+
+
+class _ChatSettings(_ChatSettingsBase, _RequestTools, _ToolSettings, _ResponseFormat, total=False):
+    """The body's settings (all but ``model``, ``messages`` and ``stream``)."""
+
+
+class _ChatArguments(_ChatSettingsBase, _ToolArguments, _ToolSettings, total=False):
+    """The settings as the methods take them (all but ``model``, ``messages``,
+    ``response_format`` and ``stream``)."""
 
 
 class ChatCompletionRequestFields(_ChatSettings, total=False):
@@ -439,7 +488,7 @@ class ChatCompletionRequest(ChatCompletionRequestFields, total=False):
     stream: bool
 
 
-class _ChatCompletionCreateParamsBase(_ChatSettings, RequestOptions, total=False):
+class _ChatCompletionCreateParamsBase(_ChatArguments, _ResponseFormat, RequestOptions, total=False):
     model: Required[str]
     """The model id (see ``client.models.list()``)."""
     messages: Required[Sequence[ChatMessageInput]]
@@ -459,7 +508,7 @@ class ChatCompletionStreamParams(_ChatCompletionCreateParamsBase, total=False):
     (those of ``create`` but ``stream``)."""
 
 
-class ChatCompletionParseParams(_ChatSettingsBase, RequestOptions, total=False):
+class ChatCompletionParseParams(_ChatArguments, RequestOptions, total=False):
     """The keyword arguments of ``client.chat.completions.parse`` but ``response_format``
     (those of ``stream`` too, when it is given a type)."""
 

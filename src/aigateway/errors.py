@@ -22,7 +22,7 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
             ├── InsufficientCreditsError   402 (or an error code saying the credits ran out)
             ├── NotFoundError              404
             ├── ConflictError              409 (e.g. an idempotency key reused or still in use)
-            ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values
+            ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values and ``seconds_to_wait``
             └── InternalServerError        500 and other 5xx
                 └── ServiceUnavailableError    503
 
@@ -37,9 +37,10 @@ API key, and pickle (across processes) with the request's ``Authorization`` head
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
@@ -439,7 +440,27 @@ class ConflictError(APIStatusError):
 
 
 class RateLimitError(APIStatusError):
-    """429: too many requests for this key. ``rate_limit`` holds the parsed headers."""
+    """429: too many requests for this key. ``rate_limit`` holds the parsed headers;
+    ``seconds_to_wait`` says how long to wait before trying again, never None."""
+
+    default_wait: ClassVar[float] = 60.0
+    """``seconds_to_wait`` when the reply gave neither a wait nor a window's reset: the length
+    of a per-minute window, the shortest the gateway's plans count requests in."""
+
+    @property
+    def seconds_to_wait(self) -> float:
+        """Seconds to wait before trying again: the wait the reply asked for (``retry_after``:
+        ``retry-after-ms``, ``Retry-After`` or a spent window's ``X-RateLimit-Reset``), else
+        the time until ``rate_limit.reset``, else `default_wait`."""
+        if self.retry_after is not None:
+            return self.retry_after
+        from ._retry import server_wait  # the retry policy's reading; _retry imports this module
+
+        now = time.time()
+        wait = server_wait(self.headers, now, status=self.status_code)
+        if wait is None and self.rate_limit is not None:
+            wait = self.rate_limit.seconds_until_reset(now)
+        return self.default_wait if wait is None else wait
 
 
 class InternalServerError(APIStatusError):

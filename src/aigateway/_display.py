@@ -89,19 +89,17 @@ def _value(value: object) -> str:
     return escape(shorten(text, VALUE_CHARS))
 
 
-# Inline styles, so that no notebook's stylesheet reflows a card: JupyterLab floats an output's
-# ``dt`` left at 20% of the width and its ``dd`` at 80% (a two-word label then takes two lines);
-# JupyterLab and the classic Notebook set ``white-space: normal`` and right alignment on table
-# cells and break a ``pre``'s text mid-word. An inline style outranks every rule of theirs
-# (none is ``!important``). tests/test_notebook_layout.py checks the result in Chromium.
-_LIST = "display:grid;grid-template-columns:max-content minmax(0,1fr);gap:0 1em;margin:0.25em 0"
-_LABEL = "float:none;width:auto;margin:0;padding:0;font-weight:bold;white-space:nowrap"
-_VALUE = "float:none;width:auto;margin:0;padding:0;overflow-wrap:break-word"
+# Inline styles, so that no notebook's stylesheet reflows a card: JupyterLab and the classic
+# Notebook set ``white-space: normal`` and right alignment on table cells (a two-word label then
+# takes two lines when the table is squeezed) and break a ``pre``'s text mid-word. An inline
+# style outranks every rule of theirs (none is ``!important``), and a table keeps its columns
+# where a sanitizer drops layout styles (JupyterLab's, for outputs it does not trust).
+# tests/test_notebook_layout.py checks the result in Chromium.
 _TABLE = "margin:0.25em 0;width:auto;table-layout:auto;border-collapse:collapse"
-_CELL = "padding:0.25em 1em 0.25em 0;text-align:left;vertical-align:top"
-_HEAD = f"{_CELL};white-space:nowrap"
+_CELL = "padding:0.25em 0.5em;text-align:left;vertical-align:top;overflow-wrap:break-word"
+_LABEL = f"{_CELL};white-space:nowrap"
+"""A label, a column's header, and a table's cells but the last: one line each."""
 _TEXT = "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word"
-"""A reply's text: wrapped between words (both front ends break an output's text anywhere)."""
 
 
 def card(
@@ -110,29 +108,36 @@ def card(
     body: str = "",
     text: str | None = None,
 ) -> str:
-    """A titled list of labels and values (None values left out), then ``text`` (escaped, in
-    a preformatted block) and ``body`` (HTML already built here)."""
-    rows = "".join(
-        f'<dt style="{_LABEL}">{escape(name)}</dt><dd style="{_VALUE}">{_value(value)}</dd>'
+    """A title over a table of labels and values (None values left out), then ``text``
+    (escaped, in a preformatted block) and ``body`` (HTML already built here)."""
+    rows = [
+        f'<tr><th scope="row" style="{_LABEL}">{escape(name)}</th>'
+        f'<td style="{_CELL}">{_value(value)}</td></tr>'
         for name, value in fields
         if value is not None
-    )
+    ]
+    listed = f'<table style="{_TABLE}"><tbody>{"".join(rows)}</tbody></table>' if rows else ""
     shown = ""
     if text is not None:
         shown = f'<pre style="{_TEXT}">{escape(shorten(text, HTML_TEXT_CHARS))}</pre>'
     title = escape(public_name(type(obj)))
     return (
         f'<div class="aigateway" style="{_STYLE}"><strong>{title}</strong>'
-        f'<dl style="{_LIST}">{rows}</dl>{shown}{body}</div>'
+        f"{listed}{shown}{body}</div>"
     )
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """An HTML table; every cell escaped and shortened, None shown empty."""
-    head = "".join(f'<th style="{_HEAD}">{escape(h)}</th>' for h in headers)
+    """An HTML table; every cell escaped and shortened, None shown empty. Only the last
+    column, the one with free text (an error, a value), wraps its lines."""
+    head = "".join(f'<th style="{_LABEL}">{escape(h)}</th>' for h in headers)
+    last = len(headers) - 1
     body = "".join(
         "<tr>"
-        + "".join(f'<td style="{_CELL}">{"" if c is None else _value(c)}</td>' for c in row)
+        + "".join(
+            f'<td style="{_CELL if i == last else _LABEL}">{"" if c is None else _value(c)}</td>'
+            for i, c in enumerate(row)
+        )
         + "</tr>"
         for row in rows
     )

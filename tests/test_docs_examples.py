@@ -214,6 +214,7 @@ def run_page(page: Page, bytecode: str, variables: dict[str, str] | None = None)
         env.update(exports)
     try:
         with tempfile.TemporaryDirectory() as cwd:
+            env["XDG_STATE_HOME"] = cwd  # the page's chat conversations: its own, not the user's
             problems = [run_block(block, env, cwd, page.is_script) for block in page.blocks]
     finally:
         if server is not None:

@@ -105,7 +105,7 @@ class Client(BaseClient[SyncPipeline], Closing):
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
-            the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
+            the `TracerProvider` to use. Off by default (needs the ``otel`` extra).
         shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
             and idempotency keys of actions are shared by every process on the key.
         rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
@@ -281,7 +281,7 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
         max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many credits
             are spent; ``client.usage`` says what was.
         tracing: True: an OpenTelemetry span per call from the global tracer provider; or
-            the `TracerProvider` to use. Off by default (needs ``aigateway[otel]``).
+            the `TracerProvider` to use. Off by default (needs the ``otel`` extra).
         shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget, usage
             and idempotency keys of actions are shared by every process on the key.
         rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it

@@ -278,7 +278,7 @@ class MockGateway:
         the test puts it. ``connection_limits`` (a `ConnectionLimits`) bounds what each
         connection may hold: deadlines, connections per client, body bytes in flight. The
         gateway's errors (a 500's traceback and request id) go to stderr while it serves.
-        Needs the ``aigateway[server]`` extra."""
+        Needs the ``server`` extra."""
         from ._server import serve
 
         return serve(

@@ -4,20 +4,13 @@ classic Notebook, 1280 px wide.
 What every kind of object shows in a notebook goes into a notebook's outputs; nbconvert's
 ``lab`` and ``classic`` templates turn it into a page carrying that front end's own stylesheet
 (the rules on ``.jp-RenderedHTMLCommon`` and ``.jp-OutputArea-output``, or ``.rendered_html``,
-that a card must survive). Headless Chromium, Debian's ``chromium``, opens the page: a script
-in the page measures every label and writes what it found into the page, which
-``--dump-dom`` prints, and ``--screenshot`` keeps a picture. Nothing drives the browser but its
-command line, and no request leaves the machine (the templates' script addresses are blanked
-and every host name resolves to nothing).
+that a card must survive). Headless Chromium, Debian's ``chromium``, opens the page
+(tests/_browser.py): a script in the page measures every label and cell, and a screenshot
+is kept beside the page. The templates' script addresses are blanked: nothing is fetched.
 """
 
 from __future__ import annotations
 
-import html
-import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +19,8 @@ import pytest
 from aigateway import AuthenticationError, RateLimitError, run_batch
 from aigateway.testing import MockGateway
 
-from ._integrations import import_integration, integration_missing
-
-nbformat = import_integration("nbformat", "dev")
-nbconvert = import_integration("nbconvert", "dev")
+from ._browser import measure
+from ._integrations import import_integration
 
 SCREENS = [("lab", 1280), ("lab", 930), ("classic", 1280)]
 """Each front end in a 1280 px window; in JupyterLab with its file browser open the outputs
@@ -65,16 +56,6 @@ MEASURE = """<pre id="layout" hidden></pre><script>
     JSON.stringify({width: window.innerWidth, labels, overflowing, brokenMidWord});
 })();
 </script>"""
-
-
-def chromium() -> str:
-    """The Chromium on PATH (Debian's package installs ``chromium``), or a skip saying how to
-    get one (a failure under CI)."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    integration_missing("Chromium", "apt-get install chromium (Debian's package)")
 
 
 def shown_objects() -> list[tuple[str, dict[str, str]]]:
@@ -132,6 +113,8 @@ def shown_objects() -> list[tuple[str, dict[str, str]]]:
 def notebook_page(template: str, outputs: list[tuple[str, dict[str, str]]]) -> str:
     """The page nbconvert's ``template`` makes of a notebook with these outputs, its script
     addresses blanked, the measuring script at its end."""
+    nbformat = import_integration("nbformat", "dev")
+    nbconvert = import_integration("nbconvert", "dev")
     cells = []
     for count, (source, data) in enumerate(outputs, start=1):
         cell = nbformat.v4.new_code_cell(source, execution_count=count)
@@ -147,32 +130,6 @@ def notebook_page(template: str, outputs: list[tuple[str, dict[str, str]]]) -> s
     return str(page).replace("</body>", MEASURE + "</body>")
 
 
-def open_in_chromium(page: Path, width: int, screenshot: Path) -> dict[str, Any]:
-    """What the measuring script found in ``page``, ``width`` px wide; a screenshot to
-    ``screenshot``."""
-    command = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",  # as root (CI)
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--user-data-dir={page.parent / 'profile'}",
-        f"--window-size={width},{HEIGHT}",
-        f"--screenshot={screenshot}",
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    found = re.search(r'<pre id="layout"[^>]*>(.+?)</pre>', done.stdout, re.DOTALL)
-    assert found, f"Chromium measured nothing (exit {done.returncode}): {done.stderr[-2000:]}"
-    return dict(json.loads(html.unescape(found.group(1))))
-
-
 @pytest.fixture(scope="module")
 def outputs() -> list[tuple[str, dict[str, str]]]:
     return shown_objects()
@@ -182,10 +139,9 @@ def outputs() -> list[tuple[str, dict[str, str]]]:
 def test_every_label_sits_on_one_line(
     template: str, width: int, outputs: list[tuple[str, dict[str, str]]], tmp_path: Path
 ) -> None:
-    page = tmp_path / f"{template}.html"
+    page = tmp_path / f"{template}-{width}.html"
     page.write_text(notebook_page(template, outputs), encoding="utf-8")
-    screenshot = tmp_path / f"{template}-{width}.png"
-    layout = open_in_chromium(page, width, screenshot)
+    [layout] = measure([page], width, HEIGHT, screenshot=True)
     assert layout["width"] == width
     labels = layout["labels"]
     names = {label["text"] for label in labels}
@@ -210,4 +166,4 @@ def test_every_label_sits_on_one_line(
     assert overlapping == [], f"labels running into their values in {template}: {overlapping}"
     assert layout["overflowing"] == []
     assert layout["brokenMidWord"] == 0
-    assert screenshot.read_bytes().startswith(b"\x89PNG")
+    assert page.with_suffix(".png").read_bytes().startswith(b"\x89PNG")  # to look at

@@ -894,6 +894,8 @@ def test_the_state_directory_follows_the_platform(
     assert state_dir() == tmp_path / ".local" / "state" / "aigateway"
     monkeypatch.setattr(sys, "platform", "darwin")
     assert state_dir() == tmp_path / "Library" / "Application Support" / "aigateway"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))  # set: it counts on macOS too
+    assert state_dir() == tmp_path / "xdg" / "aigateway"
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "Local"))
     assert state_dir() == tmp_path / "Local" / "aigateway"

@@ -43,21 +43,23 @@ class ConversationError(Exception):
 
 
 def state_dir() -> Path:
-    """Where aigateway keeps what outlives a command: ``$AIGATEWAY_STATE_DIR``, else the
-    user's state directory (``$XDG_STATE_HOME/aigateway`` or ``~/.local/state/aigateway``;
-    ``~/Library/Application Support/aigateway`` on macOS; ``%LOCALAPPDATA%\\aigateway`` on
-    Windows)."""
+    """Where aigateway keeps what outlives a command: ``$AIGATEWAY_STATE_DIR``; else, on
+    Windows, ``%LOCALAPPDATA%\\aigateway``; elsewhere ``$XDG_STATE_HOME/aigateway`` when it is
+    set, else ``~/.local/state/aigateway`` (``~/Library/Application Support/aigateway`` on
+    macOS)."""
     override = os.environ.get(STATE_DIR_VARIABLE)
     if override:
         return Path(override)
     home = Path.home()
+    xdg = os.environ.get("XDG_STATE_HOME", "")
     if sys.platform == "win32":
         base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif os.path.isabs(xdg):  # a relative one is to be ignored, as the XDG spec says
+        base = Path(xdg)
     elif sys.platform == "darwin":
         base = home / "Library" / "Application Support"
     else:
-        xdg = os.environ.get("XDG_STATE_HOME", "")
-        base = Path(xdg) if os.path.isabs(xdg) else home / ".local" / "state"  # as XDG says
+        base = home / ".local" / "state"
     return base / "aigateway"
 
 

@@ -359,7 +359,7 @@ async def test_progress_true_without_tqdm_names_the_extra(
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
     gateway = MockGateway()
     async with in_process_client(kind, gateway) as client:
-        with pytest.raises(ImportError, match=r"aigateway\[progress\]"):
+        with pytest.raises(ImportError, match=r"pip install 'tqdm>=4.60'.*-e '\.\[progress\]'"):
             await batch(client, [chat_item(0)], progress=True, checkpoint=tmp_path / "c.jsonl")
     assert not gateway.requests
 

@@ -43,7 +43,10 @@ def chat(
             "--system starts a new conversation; it cannot be used with --continue or "
             "--conversation"
         )
-    first = _prompt_argument(args) if interactive else _prompt(args)
+    if interactive:
+        first, only = _first_prompt(args), None
+    else:
+        first, only = None, _only_prompt(args)
     store = ConversationStore()
     conversation = _conversation(args, store, continuing)
     err = sys.stderr
@@ -60,9 +63,8 @@ def chat(
             out=out,
             err=err,
         )
-        if not interactive:
-            assert first is not None  # _prompt gives one or raises
-            session.ask(first)
+        if only is not None:
+            session.ask(only)
             return 0
         if sys.stdin.isatty():
             err.write(_greeting(conversation, continuing, saved=args.save))
@@ -74,24 +76,22 @@ def _is_interactive(args: argparse.Namespace) -> bool:
     return bool(args.interactive) or (args.prompt is None and sys.stdin.isatty())
 
 
-def _prompt_argument(args: argparse.Namespace) -> str | None:
+def _first_prompt(args: argparse.Namespace) -> str | None:
     """A conversation's first prompt: the argument, if one was given."""
     if args.prompt == "-":
         raise UsageError("'-' reads the prompt from stdin, where --interactive reads its lines")
     return None if args.prompt is None else str(args.prompt)
 
 
-def _prompt(args: argparse.Namespace) -> str:
-    """A one-reply chat's prompt: the argument, or stdin when it is '-' or when there is no
-    argument and stdin is not a terminal."""
-    if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
-        text = sys.stdin.read().strip()
-        if not text:
-            raise UsageError("the prompt read from stdin is empty")
-        return text
-    if args.prompt is None:  # pragma: no cover - no prompt on a terminal is a conversation
-        raise UsageError("chat needs a PROMPT (an argument, or text on stdin)")
-    return str(args.prompt)
+def _only_prompt(args: argparse.Namespace) -> str:
+    """A one-reply chat's prompt: the argument, or stdin when it is '-' or absent (without
+    an argument, stdin is no terminal, or this would be a conversation)."""
+    if args.prompt is not None and args.prompt != "-":
+        return str(args.prompt)
+    text = sys.stdin.read().strip()
+    if not text:
+        raise UsageError("the prompt read from stdin is empty")
+    return text
 
 
 def _conversation(
@@ -134,7 +134,8 @@ def _greeting(conversation: Conversation, continuing: bool, saved: bool) -> str:
 def _line_reader(stdin: TextIO, out: TextIO, err: TextIO) -> Callable[[], str]:
     """How the next prompt is read: after a ``> `` prompt, with line editing, on a terminal
     (the prompt on stderr when stdout is not a terminal, so stdout holds replies only); a line
-    at a time from a pipe. At the end of input it raises `EOFError`."""
+    at a time from a pipe. At the end of input it raises `EOFError` (on a terminal, after
+    ending the prompt's line, so the shell's prompt starts on a line of its own)."""
     if not stdin.isatty():
 
         def from_a_pipe() -> str:
@@ -147,14 +148,19 @@ def _line_reader(stdin: TextIO, out: TextIO, err: TextIO) -> Callable[[], str]:
     if out.isatty():
         with contextlib.suppress(ImportError):  # Python built without it (Windows)
             import readline  # noqa: F401  (line editing and history for input())
-        return lambda: input("> ")
 
-    def prompt_on_stderr() -> str:
-        err.write("> ")
-        err.flush()
-        return input()
+    def from_a_terminal() -> str:
+        try:
+            if out.isatty():
+                return input("> ")  # input() writes the prompt, so line editing knows of it
+            err.write("> ")
+            err.flush()
+            return input()
+        except EOFError:  # Ctrl-D
+            err.write("\n")
+            raise
 
-    return prompt_on_stderr
+    return from_a_terminal
 
 
 class ChatSession:
@@ -227,8 +233,6 @@ class ChatSession:
             try:
                 line = read_line().strip()
             except EOFError:
-                if sys.stdin.isatty():
-                    self.err.write("\n")  # the shell's prompt on a line of its own
                 return status
             if line.lower() in LEAVE_WORDS:
                 return status

@@ -104,6 +104,17 @@ def _checked(data: object, where: Path) -> Conversation:
     return Conversation(where.stem, model, kept)
 
 
+def _read(path: Path, missing: str) -> str:
+    """The text of ``path``; a `ConversationError` saying ``missing`` when it does not exist,
+    or why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConversationError(missing) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConversationError(f"cannot read {path}: {error}") from None
+
+
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (a temporary file moved into place)."""
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -135,14 +146,8 @@ class ConversationStore:
     def load(self, conversation_id: str) -> Conversation:
         """The conversation ``conversation_id``."""
         path = self._path(conversation_id)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConversationError(
-                f"no stored conversation {conversation_id!r} (see `aigateway conversations`)"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConversationError(f"cannot read {path}: {error}") from None
+        missing = f"no stored conversation {conversation_id!r} (see `aigateway conversations`)"
+        text = _read(path, missing)
         try:
             data = json.loads(text)
         except ValueError as error:
@@ -153,16 +158,8 @@ class ConversationStore:
 
     def last(self) -> Conversation:
         """The conversation saved most recently."""
-        pointer = self.directory / "last"
-        try:
-            conversation_id = pointer.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            raise ConversationError(
-                "there is no conversation to continue yet: start one without --continue"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConversationError(f"cannot read {pointer}: {error}") from None
-        return self.load(conversation_id)
+        missing = "there is no conversation to continue yet: start one without --continue"
+        return self.load(_read(self.directory / "last", missing).strip())
 
     def save(self, conversation: Conversation) -> None:
         """Write ``conversation`` and make it the last one."""

@@ -127,7 +127,7 @@ def test_without_websockets_the_error_names_the_extra(
     monkeypatch.setitem(sys.modules, "websockets.sync.client", None)
     with (
         Client(api_key=gateway.api_key, base_url=url) as client,
-        pytest.raises(ImportError, match=r"aigateway\[ws\]"),
+        pytest.raises(ImportError, match=r"-e '\.\[ws\]'"),
     ):
         client.chat.completions.connect(model="gpt-4o", messages=HELLO)
 

@@ -165,5 +165,5 @@ def test_serve_without_uvicorn_names_the_extra(
         return real(name, package)
 
     monkeypatch.setattr(importlib, "import_module", no_uvicorn)
-    with pytest.raises(ImportError, match=r"aigateway\[server\]"), gateway.serve():
+    with pytest.raises(ImportError, match=r"-e '\.\[server\]'"), gateway.serve():
         pass

@@ -26,6 +26,10 @@ from ._integrations import import_integration
 
 ray = import_integration("ray", "ray")
 
+# A local Ray starts a dozen processes and its Data executor polls: on two loaded cores one of
+# these tests took over a minute (a minute idle: about 15 s). Generous, as the suite's rule asks.
+pytestmark = pytest.mark.timeout(600)
+
 SRC = Path(__file__).resolve().parent.parent / "src"
 SEED = 11
 

@@ -204,7 +204,7 @@ def micro(server: ServerProcess) -> list[str]:
                 "ChatCompletionChunk.model_validate_json(chunk)  [aigateway chunk parse]",
                 lambda: ChatCompletionChunk.model_validate_json(event),
             )
-            from aigateway._sse import SSEDecoder
+            from aigateway._streams.sse import SSEDecoder
 
             decoder = SSEDecoder()
             line("SSEDecoder.feed(one framed event)", lambda: decoder.feed(framed))
@@ -212,7 +212,7 @@ def micro(server: ServerProcess) -> list[str]:
                 "SSEDecoder.feed_data_only(one framed event)  [a read of data-only events]",
                 lambda: decoder.feed_data_only(framed),
             )
-            from aigateway._streaming import ChunkDecoder
+            from aigateway._streams.streams import ChunkDecoder
 
             response = httpx.Response(200, request=httpx.Request("POST", url))
             chunks = ChunkDecoder(ChatCompletionChunk.model_validate_json, response)

@@ -1,11 +1,11 @@
-"""What the tests of the SSE decoder (`aigateway._sse`) share: ``E``, a short name for
+"""What the tests of the SSE decoder (`aigateway._streams.sse`) share: ``E``, a short name for
 `ServerSentEvent`, and two ways to run a whole stream through an `SSEDecoder`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aigateway._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+from aigateway._streams.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 E = ServerSentEvent
 

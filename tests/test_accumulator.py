@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aigateway._chat_stream import ChatCompletionAccumulator, accumulate
+from aigateway._streams.chat_stream import ChatCompletionAccumulator, accumulate
 from aigateway.types import ChatCompletionChunk
 
 

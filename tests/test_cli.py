@@ -822,7 +822,7 @@ def test_usage_after_each_reply_of_a_conversation_asks_prices_once(
 
 
 def test_usage_says_what_it_does_not_know() -> None:
-    from aigateway._cli_format import usage_line
+    from aigateway.cli.format import usage_line
     from aigateway.types.chat import Usage
 
     usage = Usage(prompt_tokens=1000, completion_tokens=2000)
@@ -858,7 +858,7 @@ def test_run_prints_each_field_once(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_json_keeps_top_level_fields_of_the_gateways_own() -> None:
-    from aigateway._cli_format import run_json
+    from aigateway.cli.format import run_json
     from aigateway.types.services import RunResult
 
     flat = RunResult.model_validate({"id": "run_1", "text": "hi", "tokens": 3})
@@ -881,7 +881,7 @@ def test_run_json_keeps_top_level_fields_of_the_gateways_own() -> None:
 def test_the_state_directory_follows_the_platform(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from aigateway._cli_conversations import state_dir
+    from aigateway.cli.conversations import state_dir
 
     assert state_dir() == tmp_path / "state"  # the override
     monkeypatch.delenv("AIGATEWAY_STATE_DIR")
@@ -902,7 +902,7 @@ def test_the_state_directory_follows_the_platform(
 
 
 def test_a_save_is_whole_or_not_at_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from aigateway._cli_conversations import Conversation, ConversationStore
+    from aigateway.cli.conversations import Conversation, ConversationStore
 
     store = ConversationStore(tmp_path / "c")
     conversation = Conversation("c1", "m", [{"role": "user", "content": "first"}])

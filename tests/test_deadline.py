@@ -32,7 +32,7 @@ from aigateway import (
     ServiceUnavailableError,
     StreamTimeoutError,
 )
-from aigateway._timeouts import CLIP_SLACK, Deadline
+from aigateway._call.timeouts import CLIP_SLACK, Deadline
 from aigateway.testing import MockGateway
 
 from ._local_servers import running

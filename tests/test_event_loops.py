@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from aigateway import APIError, AsyncClient
-from aigateway._classify import request_failed
+from aigateway._call.classify import request_failed
 from aigateway.testing import MockGateway
 
 HELLO = [{"role": "user", "content": "Tell me a story"}]

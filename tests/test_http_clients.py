@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from aigateway import AsyncClient, Client
-from aigateway._http_clients import AsyncHTTPClient, HTTPClient, ReplyCookies
+from aigateway._http.clients import AsyncHTTPClient, HTTPClient, ReplyCookies
 
 from .conftest import CHAT_REPLY, resolve
 

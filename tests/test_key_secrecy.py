@@ -33,8 +33,8 @@ from aigateway import (
     NotFoundError,
     RateLimitError,
     ServiceUnavailableError,
-    _transport,
 )
+from aigateway._http import async_pools as _transport
 from aigateway.testing import MockGateway
 
 from .conftest import resolve

@@ -28,7 +28,7 @@ import pytest
 import uvicorn
 
 from aigateway import errors
-from aigateway._sse import ServerSentEvent, iter_events
+from aigateway._streams.sse import ServerSentEvent, iter_events
 from aigateway.testing import MockGateway
 
 from .test_docs_examples import doc_page

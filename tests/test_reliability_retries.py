@@ -26,7 +26,7 @@ from aigateway import (
     ServiceUnavailableError,
     new_idempotency_key,
 )
-from aigateway._http import APICall
+from aigateway._pipeline.flow import APICall
 
 from ._reliability_helpers import (
     CHUNK,

@@ -12,8 +12,8 @@ import pytest
 
 import aigateway
 from aigateway import AsyncClient, Client
-from aigateway._body import accept_encoding
-from aigateway._config import DEFAULT_TIMEOUT
+from aigateway._call.settings import DEFAULT_TIMEOUT
+from aigateway._http.body import accept_encoding
 
 from .conftest import CHAT_REPLY, resolve
 

@@ -24,8 +24,8 @@ from aigateway import (
     RetryPolicy,
     StreamTimeoutError,
 )
-from aigateway._limits import RequestBudget
-from aigateway._timeouts import StreamTimer
+from aigateway._call.timeouts import StreamTimer
+from aigateway._pipeline.limits import RequestBudget
 from aigateway.testing import MockGateway
 
 from .conftest import API_KEY, BASE_URL, resolve
@@ -295,7 +295,7 @@ def test_the_key_is_in_no_log_line_at_debug(caplog: pytest.LogCaptureFixture) ->
 
 
 def test_plain_http_to_a_network_host_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import aigateway._config as config
+    import aigateway._call.settings as config
 
     monkeypatch.setattr(config, "_warned_hosts", set())
     with pytest.warns(InsecureBaseURLWarning, match="unencrypted"):

@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from aigateway import AsyncClient, Client, ConfigurationError, ResponseTooLargeError
-from aigateway._body import PIECE_SIZE, accept_encoding, content_decoder
+from aigateway._http.body import PIECE_SIZE, accept_encoding, content_decoder
 from aigateway.testing import MockGateway
 
 from .conftest import API_KEY, BASE_URL, Sleeps, resolve

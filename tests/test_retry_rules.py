@@ -22,7 +22,7 @@ from aigateway import (
     RateLimitInfo,
     ServiceUnavailableError,
 )
-from aigateway._retry import (
+from aigateway._pipeline.retry import (
     LONGEST_SERVER_WAIT,
     RETRY_STATUSES,
     RetryPolicy,

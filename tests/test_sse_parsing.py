@@ -1,4 +1,4 @@
-"""The sans-io Server-Sent Events decoder in `aigateway._sse`, line by line (WHATWG rules):
+"""The sans-io Server-Sent Events decoder in `aigateway._streams.sse`, line by line (WHATWG rules):
 the event object, line ends, the byte order mark, the fields (data, event, id, retry, comments,
 unknown ones) and UTF-8 decoding."""
 
@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from aigateway._sse import SSEDecoder
+from aigateway._streams.sse import SSEDecoder
 
 from ._sse_helpers import E, decode
 

@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) of the SSE decoder in `aigateway._sse`: random streams, cut
+"""Property tests (hypothesis) of the SSE decoder in `aigateway._streams.sse`: random streams, cut
 into chunks anywhere, decode like the whole stream, and the size limit does not depend on
 where the chunks are cut."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aigateway._sse import ServerSentEvent, SSEEventTooLargeError
+from aigateway._streams.sse import ServerSentEvent, SSEEventTooLargeError
 
 from ._sse_helpers import decode_all
 

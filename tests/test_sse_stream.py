@@ -1,4 +1,4 @@
-"""The SSE decoder in `aigateway._sse` over a whole stream: the end of a stream (pending
+"""The SSE decoder in `aigateway._streams.sse` over a whole stream: the end of a stream (pending
 events, close), the event size limit, and the `iter_events`/`aiter_events` helpers that
 report an incomplete stream and pass the limit on."""
 
@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
-from aigateway._sse import (
+from aigateway._streams.sse import (
     _BOM,
     DEFAULT_MAX_EVENT_SIZE,
     ServerSentEvent,

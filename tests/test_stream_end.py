@@ -18,7 +18,7 @@ from aigateway import (
     RetryPolicy,
     ServiceUnavailableError,
 )
-from aigateway._sse import SSEDecoder
+from aigateway._streams.sse import SSEDecoder
 
 from ._local_servers import running
 from .conftest import API_KEY, resolve

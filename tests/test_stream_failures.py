@@ -11,7 +11,7 @@ import anyio
 import httpx
 import pytest
 
-import aigateway._streaming as streaming
+import aigateway._streams.streams as streaming
 from aigateway import (
     APIResponseValidationError,
     AsyncClient,

@@ -1,4 +1,4 @@
-"""The stream timer (`aigateway._timeouts.StreamTimer`) checks a read with one comparison until
+"""The stream timer (`aigateway._call.timeouts.StreamTimer`) checks a read with one comparison until
 a limit could be near; these tests hold it to the limits as stated, for any sequence of reads."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aigateway._timeouts import Deadline, StreamTimer
+from aigateway._call.timeouts import Deadline, StreamTimer
 
 
 def expected_overdue(

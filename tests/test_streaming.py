@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aigateway import AsyncClient, AuthenticationError, Client
-from aigateway._chat_stream import accumulate
+from aigateway._streams.chat_stream import accumulate
 from aigateway.testing import MockGateway
 
 from .conftest import resolve

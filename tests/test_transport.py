@@ -12,8 +12,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from aigateway import APIConnectionError, APITimeoutError, AsyncClient, NotFoundError, _transport
-from aigateway._loops import current_loop
+from aigateway import APIConnectionError, APITimeoutError, AsyncClient, NotFoundError
+from aigateway._http import async_pools as _transport
+from aigateway._http.loops import current_loop
 from aigateway.testing import MockGateway
 
 pytestmark = pytest.mark.anyio

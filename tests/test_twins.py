@@ -18,7 +18,7 @@ _OPENINGS = {"stream", "connect"}
 
 
 def twin_pairs() -> list[tuple[type, type]]:
-    modules = [importlib.import_module("aigateway._client")]
+    modules = [importlib.import_module("aigateway._client.clients")]
     for info in pkgutil.iter_modules(aigateway.resources.__path__):
         modules.append(importlib.import_module(f"aigateway.resources.{info.name}"))
     pairs = []

@@ -10,7 +10,7 @@ import httpx
 import respx.mocks
 from respx.models import PassThrough
 
-from aigateway import _transport
+import aigateway._http.async_pools as _transport
 
 
 class _Mocker(respx.mocks.HTTPCoreMocker):

@@ -18,27 +18,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_names
-from ._version import __version__
+from aigateway._lazy import lazy_names
+from aigateway._version import __version__
 
 if TYPE_CHECKING:
-    from ._chat_stream import (
+    from aigateway._call.settings import Secret
+    from aigateway._client.clients import AsyncClient, Client
+    from aigateway._pipeline.flow import RawResponse
+    from aigateway._pipeline.ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
+    from aigateway._pipeline.limits import RateLimit
+    from aigateway._pipeline.request import new_idempotency_key
+    from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
+    from aigateway._pipeline.retry import RetryPolicy
+    from aigateway._streams.chat_stream import (
         AsyncChatCompletionStream,
         ChatCompletionAccumulator,
         ChatCompletionStream,
         accumulate,
     )
-    from ._client import AsyncClient, Client
-    from ._config import Secret
-    from ._http import RawResponse
-    from ._ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
-    from ._limits import RateLimit
-    from ._request_builder import new_idempotency_key
-    from ._response import AsyncStreamedResponse, StreamedResponse
-    from ._retry import RetryPolicy
-    from ._streaming import AsyncStream, Stream
-    from ._websocket import AsyncChatSocket, ChatSocket
-    from .errors import (
+    from aigateway._streams.streams import AsyncStream, Stream
+    from aigateway._streams.websocket import AsyncChatSocket, ChatSocket
+    from aigateway.errors import (
         AIGatewayError,
         APIConnectionError,
         APIError,
@@ -68,9 +68,9 @@ if TYPE_CHECKING:
         StreamTimeoutError,
         StructuredOutputError,
     )
-    from .helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
-    from .helpers.structured import pydantic_function_tool
-    from .helpers.tools import (
+    from aigateway.helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
+    from aigateway.helpers.structured import pydantic_function_tool
+    from aigateway.helpers.tools import (
         MaxRoundsExceededError,
         Tool,
         ToolRunResult,
@@ -78,65 +78,65 @@ if TYPE_CHECKING:
         run_tools,
         tool,
     )
-    from .types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
-    from .types.chat import ParsedChatCompletion
-    from .types.services import RunResult
+    from aigateway.types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
+    from aigateway.types.chat import ParsedChatCompletion
+    from aigateway.types.services import RunResult
 
 _LAZY = {
-    "AsyncClient": "._client",
-    "Client": "._client",
-    "Secret": "._config",
-    "RawResponse": "._http",
-    "new_idempotency_key": "._request_builder",
-    "FailedAttempt": "._ledger",
-    "FallbackInfo": "._ledger",
-    "ModelUsage": "._ledger",
-    "UsageLedger": "._ledger",
-    "RetryPolicy": "._retry",
-    "AIGatewayError": ".errors",
-    "APIConnectionError": ".errors",
-    "APIError": ".errors",
-    "APIResponseValidationError": ".errors",
-    "APIStatusError": ".errors",
-    "APITimeoutError": ".errors",
-    "AuthenticationError": ".errors",
-    "BadRequestError": ".errors",
-    "BudgetExceededError": ".errors",
-    "ConfigurationError": ".errors",
-    "ConflictError": ".errors",
-    "IncompleteStreamError": ".errors",
-    "InsecureBaseURLWarning": ".errors",
-    "InsufficientCreditsError": ".errors",
-    "InternalServerError": ".errors",
-    "InvalidRequestError": ".errors",
-    "LengthFinishReasonError": ".errors",
-    "LowBalanceWarning": ".errors",
-    "NotFoundError": ".errors",
-    "RateLimitError": ".errors",
-    "RateLimitInfo": ".errors",
-    "ResponseTooLargeError": ".errors",
-    "ServiceUnavailableError": ".errors",
-    "SharedStateError": ".errors",
-    "SharedStateWarning": ".errors",
-    "RateLimit": "._limits",
-    "StreamConnectionError": ".errors",
-    "StreamTimeoutError": ".errors",
-    "StructuredOutputError": ".errors",
-    "Stream": "._streaming",
-    "StreamedResponse": "._response",
-    "AsyncStreamedResponse": "._response",
-    "AsyncStream": "._streaming",
-    "ChatCompletionAccumulator": "._chat_stream",
-    "ChatCompletionStream": "._chat_stream",
-    "AsyncChatCompletionStream": "._chat_stream",
-    "accumulate": "._chat_stream",
-    "ChatSocket": "._websocket",
-    "AsyncChatSocket": "._websocket",
-    "ChatCompletion": ".types",
-    "ChatCompletionChunk": ".types",
-    "Message": ".types",
-    "Model": ".types",
-    "ModelList": ".types",
+    "AsyncClient": "aigateway._client.clients",
+    "Client": "aigateway._client.clients",
+    "Secret": "aigateway._call.settings",
+    "RawResponse": "aigateway._pipeline.flow",
+    "new_idempotency_key": "aigateway._pipeline.request",
+    "FailedAttempt": "aigateway._pipeline.ledger",
+    "FallbackInfo": "aigateway._pipeline.ledger",
+    "ModelUsage": "aigateway._pipeline.ledger",
+    "UsageLedger": "aigateway._pipeline.ledger",
+    "RetryPolicy": "aigateway._pipeline.retry",
+    "AIGatewayError": "aigateway.errors",
+    "APIConnectionError": "aigateway.errors",
+    "APIError": "aigateway.errors",
+    "APIResponseValidationError": "aigateway.errors",
+    "APIStatusError": "aigateway.errors",
+    "APITimeoutError": "aigateway.errors",
+    "AuthenticationError": "aigateway.errors",
+    "BadRequestError": "aigateway.errors",
+    "BudgetExceededError": "aigateway.errors",
+    "ConfigurationError": "aigateway.errors",
+    "ConflictError": "aigateway.errors",
+    "IncompleteStreamError": "aigateway.errors",
+    "InsecureBaseURLWarning": "aigateway.errors",
+    "InsufficientCreditsError": "aigateway.errors",
+    "InternalServerError": "aigateway.errors",
+    "InvalidRequestError": "aigateway.errors",
+    "LengthFinishReasonError": "aigateway.errors",
+    "LowBalanceWarning": "aigateway.errors",
+    "NotFoundError": "aigateway.errors",
+    "RateLimitError": "aigateway.errors",
+    "RateLimitInfo": "aigateway.errors",
+    "ResponseTooLargeError": "aigateway.errors",
+    "ServiceUnavailableError": "aigateway.errors",
+    "SharedStateError": "aigateway.errors",
+    "SharedStateWarning": "aigateway.errors",
+    "RateLimit": "aigateway._pipeline.limits",
+    "StreamConnectionError": "aigateway.errors",
+    "StreamTimeoutError": "aigateway.errors",
+    "StructuredOutputError": "aigateway.errors",
+    "Stream": "aigateway._streams.streams",
+    "StreamedResponse": "aigateway._pipeline.response",
+    "AsyncStreamedResponse": "aigateway._pipeline.response",
+    "AsyncStream": "aigateway._streams.streams",
+    "ChatCompletionAccumulator": "aigateway._streams.chat_stream",
+    "ChatCompletionStream": "aigateway._streams.chat_stream",
+    "AsyncChatCompletionStream": "aigateway._streams.chat_stream",
+    "accumulate": "aigateway._streams.chat_stream",
+    "ChatSocket": "aigateway._streams.websocket",
+    "AsyncChatSocket": "aigateway._streams.websocket",
+    "ChatCompletion": "aigateway.types",
+    "ChatCompletionChunk": "aigateway.types",
+    "Message": "aigateway.types",
+    "Model": "aigateway.types",
+    "ModelList": "aigateway.types",
     "RunResult": ".types.services",
     "MaxRoundsExceededError": ".helpers.tools",
     "Tool": ".helpers.tools",

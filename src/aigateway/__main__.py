@@ -1,5 +1,5 @@
 """``python -m aigateway``: the same as the ``aigateway`` command."""
 
-from .cli import main
+from aigateway.cli import main
 
 raise SystemExit(main())

@@ -54,7 +54,7 @@ def escape(text: str, quote: bool = True) -> str:
 
 
 def public_name(cls: type) -> str:
-    """``aigateway.Stream`` for ``aigateway._streaming.Stream``: the path a user imports."""
+    """``aigateway.Stream`` for ``aigateway._streams.streams.Stream``: the path a user imports."""
     name = cls.__name__.split("[")[0]  # a generic pydantic model: ParsedChatCompletion[Foo]
     module = cls.__module__
     if not module.startswith("aigateway"):

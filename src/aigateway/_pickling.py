@@ -3,7 +3,7 @@ response's) with credentials redacted, open streams and anything else that canno
 left out. Imported only when one is pickled, so ``import aigateway`` does not load `pickle`.
 
 Objects that hold a connection refuse to be pickled (`aigateway._closing`), and so does the
-key itself (`aigateway._config.Secret`)."""
+key itself (`aigateway._call.settings.Secret`)."""
 
 from __future__ import annotations
 

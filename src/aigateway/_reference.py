@@ -64,7 +64,7 @@ def method_params(path: str) -> type:
     The path is followed from `aigateway.Client` through its resources, so it names a method
     as a user calls it.
     """
-    from ._client import Client
+    from aigateway._client.clients import Client
 
     *resources, method_name = path.split(".")
     owner: Any = Client
@@ -83,7 +83,7 @@ def method_params(path: str) -> type:
 def client_resources() -> list[tuple[str, type]]:
     """Every resource of `aigateway.Client` as ``(path, class)``, in the order the client
     defines them, nested ones (``chat.completions``) after their parent."""
-    from ._client import Client
+    from aigateway._client.clients import Client
 
     found: list[tuple[str, type]] = []
 
@@ -266,8 +266,8 @@ def _metadata_limits(base: Any, metadata: list[Any]) -> list[str]:
 
 def error_tree(root: type[BaseException] | None = None) -> ErrorNode:
     """The exception classes of `aigateway.errors` under ``root`` (`AIGatewayError`)."""
-    from . import errors
-    from .helpers import batch, tools  # noqa: F401  (their errors subclass AIGatewayError)
+    from aigateway import errors
+    from aigateway.helpers import batch, tools  # noqa: F401  (their errors subclass AIGatewayError)
 
     root = root or errors.AIGatewayError
     children = sorted(

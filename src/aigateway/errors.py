@@ -44,11 +44,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from ._rate_limit_info import UNIX_MILLISECONDS_FROM, UNIX_SECONDS_FROM, RateLimitInfo
+from aigateway.types.rate_limits import (
+    UNIX_MILLISECONDS_FROM,
+    UNIX_SECONDS_FROM,
+    RateLimitInfo,
+)
 
 if TYPE_CHECKING:
-    from ._ledger import FallbackInfo
-    from .types.shared import ErrorBody
+    from aigateway._pipeline.ledger import FallbackInfo
+    from aigateway.types.shared import ErrorBody
 
 __all__ = [
     "AIGatewayError",
@@ -114,18 +118,18 @@ class AIGatewayError(Exception):
     """
 
     def __reduce__(self) -> tuple[Any, ...]:
-        from ._pickling import picklable, restore_error
+        from aigateway._pickling import picklable, restore_error
 
         state = {name: picklable(value) for name, value in self.__dict__.items()}
         return (restore_error, (type(self), self.args, state))
 
     def __repr__(self) -> str:
-        from ._display import error_repr, guarded
+        from aigateway._display import error_repr, guarded
 
         return guarded(error_repr)(self)
 
     def _repr_html_(self) -> str | None:
-        from ._display import error_html, guarded
+        from aigateway._display import error_html, guarded
 
         return guarded(error_html)(self)
 
@@ -364,7 +368,7 @@ class APIStatusError(APIError):
         error shape (an HTML page from a proxy, say), whose raw text stays in ``text``."""
         from pydantic import ValidationError
 
-        from .types.shared import ErrorBody
+        from aigateway.types.shared import ErrorBody
 
         if not isinstance(self.body, dict):
             return None
@@ -454,7 +458,9 @@ class RateLimitError(APIStatusError):
         the time until ``rate_limit.reset``, else `default_wait`."""
         if self.retry_after is not None:
             return self.retry_after
-        from ._retry import server_wait  # the retry policy's reading; _retry imports this module
+        from aigateway._pipeline.retry import (
+            server_wait,
+        )  # the retry policy's reading; _retry imports this module
 
         now = time.time()
         wait = server_wait(self.headers, now, status=self.status_code)

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ._optional import require
-from ._shared import scripts
-from .errors import ConfigurationError, SharedStateError, SharedStateWarning
+from aigateway._optional import require
+from aigateway.errors import ConfigurationError, SharedStateError, SharedStateWarning
+from aigateway.integrations.redis import scripts
 
 __all__ = ["RedisState"]
 
@@ -104,7 +104,7 @@ class RedisState:
     def usage(self, api_key: str) -> dict[str, Any]:
         """What every process on ``api_key`` spent, as ``{"total": {...}, "models": {...}}``
         (requests, prompt and completion tokens, credits, failures, uncounted)."""
-        from ._shared.binding import usage_of
+        from aigateway.integrations.redis.binding import usage_of
 
         raw = self._run("HGETALL", [f"{self.prefix(api_key)}:usage"], [], before_send=True)
         return usage_of(raw or {})

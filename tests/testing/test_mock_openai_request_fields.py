@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from aigateway import AsyncClient, Client, Stream, accumulate
-from aigateway._chat_stream import aaccumulate
+from aigateway._streams.chat_stream import aaccumulate
 from aigateway.testing import MockGateway
 from aigateway.types.chat import ChatCompletion
 

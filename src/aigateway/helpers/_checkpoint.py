@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import AIGatewayError
+from aigateway.errors import AIGatewayError
 
 __all__ = ["Checkpoint", "RecordedError"]
 
@@ -37,8 +37,8 @@ class RecordedError(AIGatewayError):
 def _reply_types() -> dict[str, type[BaseModel]]:
     """The reply models a checkpoint re-validates by name: chat completions and every result
     of the service calls."""
-    from ..types import services
-    from ..types.chat import ChatCompletion
+    from aigateway.types import services
+    from aigateway.types.chat import ChatCompletion
 
     types: dict[str, type[BaseModel]] = {"ChatCompletion": ChatCompletion}
     for name in services.__all__:

@@ -19,7 +19,7 @@ def check_client_kind(
     """Raise `TypeError` unless ``client`` is an `AsyncClient` (``asynchronous``) or a
     `Client` (not), naming the helper for the kind it is. A sync helper's ``call``, a function
     it calls with the client, must not be async either."""
-    from .._client import AsyncClient, Client
+    from aigateway._client.clients import AsyncClient, Client
 
     if asynchronous:
         if not isinstance(client, AsyncClient):

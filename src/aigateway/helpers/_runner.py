@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Union
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from .._logging import logger
-from ..errors import AIGatewayError
-from ..resources.chat import message_param
+from aigateway._logging import logger
+from aigateway.errors import AIGatewayError
+from aigateway.resources.chat import message_param
 
 if TYPE_CHECKING:
-    from ..types import ChatCompletion, Message
-    from ..types.chat import FunctionCall
-    from .tools import Tool
+    from aigateway.helpers.tools import Tool
+    from aigateway.types import ChatCompletion, Message
+    from aigateway.types.chat import FunctionCall
 
 __all__ = [
     "Job",

@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .._display import batch_html, batch_text, guarded
-from .._optional import require
-from ..errors import InvalidRequestError, RateLimitError, Violation
-from ..types.requests import RequestModel
-from ._checkpoint import Checkpoint, RecordedError
-from ._client_kind import check_client_kind
+from aigateway._display import batch_html, batch_text, guarded
+from aigateway._optional import require
+from aigateway.errors import InvalidRequestError, RateLimitError, Violation
+from aigateway.helpers._checkpoint import Checkpoint, RecordedError
+from aigateway.helpers._client_kind import check_client_kind
+from aigateway.types.requests import RequestModel
 
 if TYPE_CHECKING:
-    from .._client import AsyncClient, Client
+    from aigateway._client.clients import AsyncClient, Client
 
 __all__ = ["BatchResult", "ItemResult", "ProgressBar", "RecordedError", "arun_batch", "run_batch"]
 

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._optional import require
-from ..errors import InvalidRequestError, Violation
-from ._checkpoint import RecordedError, decode_value, encode_value
-from .batch import _CALLS, BatchKind, BatchResult, ProgressBar, _BatchRun
+from aigateway._optional import require
+from aigateway.errors import InvalidRequestError, Violation
+from aigateway.helpers._checkpoint import RecordedError, decode_value, encode_value
+from aigateway.helpers.batch import _CALLS, BatchKind, BatchResult, ProgressBar, _BatchRun
 
 if TYPE_CHECKING:
-    from .._client import Client
+    from aigateway._client.clients import Client
 
 __all__ = ["run_batch_on_ray"]
 
@@ -92,7 +92,7 @@ def _check_options(
     client_options: Mapping[str, Any], concurrency: int, batch_size: int
 ) -> dict[str, Any]:
     """The options as a dict, after checking them: Client's keywords, picklable."""
-    from .._client import Client
+    from aigateway._client.clients import Client
 
     if not isinstance(client_options, Mapping):
         raise InvalidRequestError(
@@ -181,7 +181,7 @@ class _Worker:
     def __init__(
         self, client_options: dict[str, Any], kind: str, faults: tuple[_Fault, ...] = ()
     ) -> None:
-        from .._client import Client
+        from aigateway._client.clients import Client
 
         self.client = Client(**client_options)
         self.send = _CALLS[kind]
@@ -200,7 +200,7 @@ class _Worker:
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         import numpy
 
-        from .batch import run_batch
+        from aigateway.helpers.batch import run_batch
 
         entries = [pickle.loads(data) for data in batch["item"]]
         results = run_batch(

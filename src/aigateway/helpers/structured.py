@@ -22,9 +22,14 @@ from typing import Any, Generic, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 
-from ..errors import InvalidRequestError, LengthFinishReasonError, StructuredOutputError, Violation
-from ..types.chat import ChatCompletion, ParsedChatCompletion
-from ..types.chat_params import ToolParam
+from aigateway.errors import (
+    InvalidRequestError,
+    LengthFinishReasonError,
+    StructuredOutputError,
+    Violation,
+)
+from aigateway.types.chat import ChatCompletion, ParsedChatCompletion
+from aigateway.types.chat_params import ToolParam
 
 __all__ = ["StructuredRequest", "prepare", "pydantic_function_tool", "strict_schema"]
 

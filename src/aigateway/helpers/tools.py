@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import ParamSpec
 
-from ..errors import InvalidRequestError, Violation
-from ._client_kind import check_client_kind
-from ._runner import (
+from aigateway.errors import InvalidRequestError, Violation
+from aigateway.helpers._client_kind import check_client_kind
+from aigateway.helpers._runner import (
     MaxRoundsExceededError,
     ToolRunResult,
     drive_async,
@@ -29,8 +29,8 @@ from ._runner import (
 )
 
 if TYPE_CHECKING:
-    from .._client import AsyncClient, Client
-    from ..types.chat_params import ChatMessageInput, FunctionDefinitionParam, ToolParam
+    from aigateway._client.clients import AsyncClient, Client
+    from aigateway.types.chat_params import ChatMessageInput, FunctionDefinitionParam, ToolParam
 
 __all__ = [
     "MaxRoundsExceededError",

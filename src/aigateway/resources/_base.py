@@ -13,12 +13,12 @@ from urllib.parse import quote
 
 from typing_extensions import ParamSpec, Required
 
-from ..errors import InvalidRequestError, Violation
+from aigateway.errors import InvalidRequestError, Violation
 
 if TYPE_CHECKING:
-    from .._drivers import AsyncPipeline, SyncPipeline
-    from .._http import APICall, RawResponse
-    from .._response import AsyncStreamedResponse, StreamedResponse
+    from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
+    from aigateway._pipeline.flow import APICall, RawResponse
+    from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -16,14 +16,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_type_hints
 
 from pydantic import TypeAdapter
 
-from .._http import APICall
-from .._lazy import collector_paused
-from ..errors import InvalidRequestError, Violation
-from ..types._validation import validate
-from ..types.files import encode_file, is_file_field
-from ..types.service_params import SERVICE_ALLOWED
-from ..types.services import MediaFile, RunResult
-from ._base import (
+from aigateway._lazy import collector_paused
+from aigateway._pipeline.flow import APICall
+from aigateway.errors import InvalidRequestError, Violation
+from aigateway.resources._base import (
     OPTION_KEYS,
     AsyncResource,
     SyncResource,
@@ -32,11 +28,15 @@ from ._base import (
     raw_twin,
     split_options,
 )
+from aigateway.types._validation import validate
+from aigateway.types.files import encode_file, is_file_field
+from aigateway.types.service_params import SERVICE_ALLOWED
+from aigateway.types.services import MediaFile, RunResult
 
 if TYPE_CHECKING:
-    from .._http import RawResponse
-    from ..types._media_file import Fetch
-    from ..types.chat_params import RequestOptions
+    from aigateway._pipeline.flow import RawResponse
+    from aigateway.types._media_file import Fetch
+    from aigateway.types.chat_params import RequestOptions
 
 __all__ = [
     "AsyncServiceResource",

@@ -10,23 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from pydantic import BaseModel, TypeAdapter
 from typing_extensions import Unpack
 
-from .._http import APICall
-from .._lazy import collector_paused
-from ..errors import InvalidRequestError, Violation
-from ..types._base import built
-from ..types._validation import validate
-from ..types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
-from ..types.chat_params import (
-    ALLOWED,
-    ChatCompletionCreateParams,
-    ChatCompletionCreateParamsNonStreaming,
-    ChatCompletionCreateParamsStreaming,
-    ChatCompletionParseParams,
-    ChatCompletionRequest,
-    ChatCompletionStreamParams,
-    RequestOptions,
-)
-from ._base import (
+from aigateway._lazy import collector_paused
+from aigateway._pipeline.flow import APICall
+from aigateway.errors import InvalidRequestError, Violation
+from aigateway.resources._base import (
     AsyncResource,
     Opening,
     SyncResource,
@@ -39,13 +26,26 @@ from ._base import (
     split_options,
     streaming_twin,
 )
+from aigateway.types._base import built
+from aigateway.types._validation import validate
+from aigateway.types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
+from aigateway.types.chat_params import (
+    ALLOWED,
+    ChatCompletionCreateParams,
+    ChatCompletionCreateParamsNonStreaming,
+    ChatCompletionCreateParamsStreaming,
+    ChatCompletionParseParams,
+    ChatCompletionRequest,
+    ChatCompletionStreamParams,
+    RequestOptions,
+)
 
 if TYPE_CHECKING:
-    from .._chat_stream import AsyncChatCompletionStream, ChatCompletionStream
-    from .._streaming import AsyncStream, Stream
-    from .._websocket import AsyncChatSocket, ChatSocket
-    from ..helpers.structured import StructuredRequest
-    from ..types.requests import ChatCompletionCreateRequest
+    from aigateway._streams.chat_stream import AsyncChatCompletionStream, ChatCompletionStream
+    from aigateway._streams.streams import AsyncStream, Stream
+    from aigateway._streams.websocket import AsyncChatSocket, ChatSocket
+    from aigateway.helpers.structured import StructuredRequest
+    from aigateway.types.requests import ChatCompletionCreateRequest
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
 
@@ -116,7 +116,10 @@ def with_request(request: object, params: dict[str, Any]) -> dict[str, Any]:
     """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one."""
     if request is None:
         return params
-    from ..types.requests import ChatCompletionCreateRequest, request_params  # when one is given
+    from aigateway.types.requests import (
+        ChatCompletionCreateRequest,
+        request_params,
+    )  # when one is given
 
     return request_params(request, ChatCompletionCreateRequest, "chat.completions.create", params)
 
@@ -133,7 +136,7 @@ def build_parse_call(
     """The checked call of ``parse`` (or of ``stream`` given a type as ``response_format``),
     and how to parse its reply; a type that cannot be a strict schema raises here."""
     check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
-    from ..helpers.structured import prepare  # only parsed calls need it: not at import
+    from aigateway.helpers.structured import prepare  # only parsed calls need it: not at import
 
     body, structured = prepare(params, f"chat.completions.{method}")
     call = build_stream_call(body, method) if method == "stream" else build_create_call(body)
@@ -241,7 +244,7 @@ class Completions(SyncResource):
         and ``s.get_final_completion()``. A non-2xx reply raises here, before iteration.
         Given a type as ``response_format``, the final completion is parsed, as by ``parse``.
         """
-        from .._chat_stream import ChatCompletionStream
+        from aigateway._streams.chat_stream import ChatCompletionStream
 
         call, finish = build_chat_stream_call(params)
         return ChatCompletionStream(self._request(call), finish)
@@ -357,7 +360,7 @@ class AsyncCompletions(AsyncResource):
         Bad arguments raise at once; a non-2xx reply raises on entering, before iteration.
         Given a type as ``response_format``, the final completion is parsed, as by ``parse``.
         """
-        from .._chat_stream import AsyncChatCompletionStream
+        from aigateway._streams.chat_stream import AsyncChatCompletionStream
 
         call, finish = build_chat_stream_call(params)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from ..types.service_params import (
+from aigateway.resources._base import keyword_signature
+from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.service_params import (
     DatabaseInputs,
     DatabaseParams,
     DocumentInputs,
@@ -23,15 +25,13 @@ from ..types.service_params import (
     StoragePutInputs,
     StoragePutParams,
 )
-from ..types.services import (
+from aigateway.types.services import (
     DatabaseResult,
     DocumentResult,
     StorageDeleteResult,
     StorageListResult,
     StoredObject,
 )
-from ._base import keyword_signature
-from ._services import AsyncServiceResource, ServiceMethod, ServiceResource
 
 __all__ = ["AsyncDatabases", "AsyncDocuments", "AsyncStorage", "Databases", "Documents", "Storage"]
 

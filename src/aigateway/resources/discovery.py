@@ -15,12 +15,18 @@ from typing import Generic, TypeVar
 import httpx
 from typing_extensions import Unpack
 
-from .._config import site_root
-from .._http import APICall
-from ..errors import NotFoundError
-from ..types.chat_params import RequestOptions
-from ..types.discovery import AgentCard, AIPluginManifest, LlmsTxt, McpServerCard, parse_llms_txt
-from ._base import OPTION_KEYS, AsyncResource, SyncResource, check_keywords
+from aigateway._call.settings import site_root
+from aigateway._pipeline.flow import APICall
+from aigateway.errors import NotFoundError
+from aigateway.resources._base import OPTION_KEYS, AsyncResource, SyncResource, check_keywords
+from aigateway.types.chat_params import RequestOptions
+from aigateway.types.discovery import (
+    AgentCard,
+    AIPluginManifest,
+    LlmsTxt,
+    McpServerCard,
+    parse_llms_txt,
+)
 
 __all__ = ["AsyncDiscovery", "Discovery", "DiscoveryFile", "discovery_call"]
 

@@ -12,9 +12,11 @@ from typing import Any, overload
 
 from typing_extensions import Unpack
 
-from ..types.chat_params import RequestOptions
-from ..types.requests import ImageGenerateRequest, request_params
-from ..types.service_params import (
+from aigateway.resources._base import keyword_signature, one_request
+from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.chat_params import RequestOptions
+from aigateway.types.requests import ImageGenerateRequest, request_params
+from aigateway.types.service_params import (
     ImageGenerateInputs,
     ImageGenerateParams,
     ImageInputs,
@@ -26,14 +28,7 @@ from ..types.service_params import (
     VideoInputs,
     VideoParams,
 )
-from ..types.services import (
-    ImageResult,
-    SpeechResult,
-    TranscriptionResult,
-    VideoResult,
-)
-from ._base import keyword_signature, one_request
-from ._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.services import ImageResult, SpeechResult, TranscriptionResult, VideoResult
 
 __all__ = ["AsyncAudio", "AsyncImages", "AsyncVideos", "Audio", "Images", "Videos"]
 

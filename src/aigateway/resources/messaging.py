@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from ..types.service_params import (
+from aigateway.resources._base import keyword_signature
+from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.service_params import (
     EmailInputs,
     EmailParams,
     PaymentInputs,
@@ -17,13 +19,7 @@ from ..types.service_params import (
     SmsInputs,
     SmsParams,
 )
-from ..types.services import (
-    EmailResult,
-    PaymentResult,
-    SmsResult,
-)
-from ._base import keyword_signature
-from ._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.services import EmailResult, PaymentResult, SmsResult
 
 __all__ = ["AsyncEmail", "AsyncPayments", "AsyncSms", "Email", "Payments", "Sms"]
 

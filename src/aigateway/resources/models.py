@@ -6,10 +6,8 @@ from functools import cached_property
 
 from typing_extensions import Unpack
 
-from .._http import APICall
-from ..types.chat_params import RequestOptions
-from ..types.models import Model, ModelList
-from ._base import (
+from aigateway._pipeline.flow import APICall
+from aigateway.resources._base import (
     OPTION_KEYS,
     AsyncResource,
     SyncResource,
@@ -18,6 +16,8 @@ from ._base import (
     path_parameter,
     raw_twin,
 )
+from aigateway.types.chat_params import RequestOptions
+from aigateway.types.models import Model, ModelList
 
 __all__ = ["AsyncModels", "Models", "list_call", "retrieve_call"]
 

@@ -16,11 +16,11 @@ from typing import Any
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ..types.chat_params import RequestOptions
-from ..types.requests import RunRequest, request_params
-from ..types.services import RunResult
-from ._base import AsyncResource, SyncResource, async_raw_twin, raw_twin
-from ._services import build_run_call
+from aigateway.resources._base import AsyncResource, SyncResource, async_raw_twin, raw_twin
+from aigateway.resources._services import build_run_call
+from aigateway.types.chat_params import RequestOptions
+from aigateway.types.requests import RunRequest, request_params
+from aigateway.types.services import RunResult
 
 __all__ = ["AsyncRun", "Run"]
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from ..types.service_params import (
+from aigateway.resources._base import keyword_signature
+from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.service_params import (
     ScrapeInputs,
     ScrapeParams,
     SearchInputs,
@@ -12,13 +14,7 @@ from ..types.service_params import (
     SocialInputs,
     SocialParams,
 )
-from ..types.services import (
-    ScrapeResult,
-    SearchResult,
-    SocialResult,
-)
-from ._base import keyword_signature
-from ._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway.types.services import ScrapeResult, SearchResult, SocialResult
 
 __all__ = ["AsyncSocial", "AsyncWeb", "Social", "Web"]
 

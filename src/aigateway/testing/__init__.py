@@ -23,24 +23,30 @@ it serves any client, the official ``openai`` SDK included.
 
 from __future__ import annotations
 
-from ._accounts import Account, Charge, ChargeResult, Ledger
-from ._cassette import CassetteError, CassetteTransport
-from ._catalogue import Catalogue, ModelSpec, default_catalogue
-from ._clock import MockClock
-from ._connections import ConnectionLimits
-from ._engine import ScriptedReply
-from ._faults import FaultPlan
-from ._gateway import MockGateway
-from ._idempotency import IdempotencyStore
-from ._quotas import Quota, QuotaExceeded, Quotas
-from ._ratelimits import PRESETS as RATE_LIMIT_PRESETS
-from ._ratelimits import RateLimiter, RateLimits
-from ._routes import RequestContext
-from ._run import ServiceCategory
-from ._service_context import Plan, ServiceContext, refuse
-from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
-from ._transport import MockTransport
-from ._wire import MockRequest, MockResponse, error_response, json_response
+from aigateway.testing._accounts import Account, Charge, ChargeResult, Ledger
+from aigateway.testing._cassette import CassetteError, CassetteTransport
+from aigateway.testing._catalogue import Catalogue, ModelSpec, default_catalogue
+from aigateway.testing._clock import MockClock
+from aigateway.testing._connections import ConnectionLimits
+from aigateway.testing._engine import ScriptedReply
+from aigateway.testing._faults import FaultPlan
+from aigateway.testing._gateway import MockGateway
+from aigateway.testing._idempotency import IdempotencyStore
+from aigateway.testing._quotas import Quota, QuotaExceeded, Quotas
+from aigateway.testing._ratelimits import PRESETS as RATE_LIMIT_PRESETS
+from aigateway.testing._ratelimits import RateLimiter, RateLimits
+from aigateway.testing._routes import RequestContext
+from aigateway.testing._run import ServiceCategory
+from aigateway.testing._service_context import Plan, ServiceContext, refuse
+from aigateway.testing._services import (
+    FileStore,
+    ServiceCatalogue,
+    ServiceSpec,
+    ServiceStores,
+    default_services,
+)
+from aigateway.testing._transport import MockTransport
+from aigateway.testing._wire import MockRequest, MockResponse, error_response, json_response
 
 __all__ = [
     "Account",

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ._ids import IdSource
+from aigateway.testing._ids import IdSource
 
 __all__ = ["Account", "Charge", "ChargeResult", "Ledger", "to_decimal"]
 

@@ -35,8 +35,8 @@ import dataclasses
 import hmac
 from typing import TYPE_CHECKING, Any
 
-from ._accounts import FREE_TIER_CREDITS, Account
-from ._admin_bodies import (
+from aigateway.testing._accounts import FREE_TIER_CREDITS, Account
+from aigateway.testing._admin_bodies import (
     ALLOWED,
     FAULTS,
     ClockChange,
@@ -50,15 +50,15 @@ from ._admin_bodies import (
     body_of,
     checked,
 )
-from ._engine import ScriptedReply
-from ._faults import DeliveryFault
-from ._ratelimits import resolve_limits
-from ._request_log import LOG_SIZE, RequestLog
-from ._routes import INVALID, Handler, RequestContext
-from ._wire import MockResponse, error_response, json_response
+from aigateway.testing._engine import ScriptedReply
+from aigateway.testing._faults import DeliveryFault
+from aigateway.testing._ratelimits import resolve_limits
+from aigateway.testing._request_log import LOG_SIZE, RequestLog
+from aigateway.testing._routes import INVALID, Handler, RequestContext
+from aigateway.testing._wire import MockResponse, error_response, json_response
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["ADMIN_PREFIX", "add_admin_routes", "is_admin_path"]
 

@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
 from typing_extensions import Required, TypedDict
 
-from ..types._validation import violations
-from ._faults import FaultPlan
-from ._ratelimits import PRESETS
-from ._routes import INVALID, RequestContext
-from ._wire import MockResponse, error_response
+from aigateway.testing._faults import FaultPlan
+from aigateway.testing._ratelimits import PRESETS
+from aigateway.testing._routes import INVALID, RequestContext
+from aigateway.testing._wire import MockResponse, error_response
+from aigateway.types._validation import violations
 
 __all__ = [
     "ALLOWED",

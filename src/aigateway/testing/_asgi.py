@@ -31,14 +31,20 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from ._connections import BodyBudget, ConnectionLimits, Reservation
-from ._faults import ConnectionDropped, FaultyResponse
-from ._pacing import PacedBody, held_pacing
-from ._wire import MockRequest, MockResponse, bearer_key, declared_length, error_response
-from ._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
+from aigateway.testing._connections import BodyBudget, ConnectionLimits, Reservation
+from aigateway.testing._faults import ConnectionDropped, FaultyResponse
+from aigateway.testing._pacing import PacedBody, held_pacing
+from aigateway.testing._wire import (
+    MockRequest,
+    MockResponse,
+    bearer_key,
+    declared_length,
+    error_response,
+)
+from aigateway.testing._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["CUT_EXTENSION", "MockASGIApp"]
 

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import httpx
 
-from ._cassette_bodies import CassetteError, Events, Recorder
+from aigateway.testing._cassette_bodies import CassetteError, Events, Recorder
 
 __all__ = ["CassetteError", "CassetteTransport"]
 

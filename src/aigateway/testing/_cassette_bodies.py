@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 
-from ._pacing import AsyncBody
+from aigateway.testing._pacing import AsyncBody
 
 __all__ = ["CassetteError", "Events", "Recorder"]
 

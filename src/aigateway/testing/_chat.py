@@ -17,21 +17,16 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..errors import InvalidRequestError
-from ..types._validation import validate
-from ..types.chat_params import ALLOWED, ChatCompletionRequest
-from ._accounts import Account, to_decimal
-from ._billing import credits_fields, insufficient_credits_response
-from ._catalogue import ModelSpec, model_object
-from ._engine import (
-    completion_body,
-    count_prompt_tokens,
-    has_image,
-    stream_chunks,
-)
-from ._pacing import paced
-from ._routes import INVALID, RequestContext
-from ._wire import MockResponse, error_response, json_response, sse_response
+from aigateway.errors import InvalidRequestError
+from aigateway.testing._accounts import Account, to_decimal
+from aigateway.testing._billing import credits_fields, insufficient_credits_response
+from aigateway.testing._catalogue import ModelSpec, model_object
+from aigateway.testing._engine import completion_body, count_prompt_tokens, has_image, stream_chunks
+from aigateway.testing._pacing import paced
+from aigateway.testing._routes import INVALID, RequestContext
+from aigateway.testing._wire import MockResponse, error_response, json_response, sse_response
+from aigateway.types._validation import validate
+from aigateway.types.chat_params import ALLOWED, ChatCompletionRequest
 
 __all__ = [
     "KNOWN_FIELDS",

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ._clock import MockClock
-from ._faults import ConnectionDropped, FaultyResponse
-from ._pacing import PacedBody, StreamPacing, held_pacing
-from ._wire import MockResponse
+from aigateway.testing._clock import MockClock
+from aigateway.testing._faults import ConnectionDropped, FaultyResponse
+from aigateway.testing._pacing import PacedBody, StreamPacing, held_pacing
+from aigateway.testing._wire import MockResponse
 
 if TYPE_CHECKING:
-    from .._retry import RetryPolicy
+    from aigateway._pipeline.retry import RetryPolicy
 
 __all__ = ["deliver", "mock_time_retry_policy"]
 
@@ -166,7 +166,7 @@ def mock_time_retry_policy(clock: MockClock) -> RetryPolicy:
     """A retry policy whose waits move the mock clock instead of sleeping, and whose ``now``
     is the mock clock, so ``Retry-After`` and ``X-RateLimit-Reset`` line up with the mock's
     rate-limit windows. `MockGateway.client` uses it unless given a ``retry_policy``."""
-    from .._retry import RetryPolicy
+    from aigateway._pipeline.retry import RetryPolicy
 
     def sleep(seconds: float) -> None:
         clock.advance(seconds)

@@ -33,13 +33,13 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from .._version import __version__
-from ..types.chat_params import ChatCompletionRequest
-from ._accounts import FREE_TIER_CREDITS, to_decimal
-from ._catalogue import ModelSpec, model_object
-from ._routes import RequestContext, Router
-from ._services import ServiceSpec
-from ._wire import JSON_CONTENT_TYPE, MockResponse
+from aigateway._version import __version__
+from aigateway.testing._accounts import FREE_TIER_CREDITS, to_decimal
+from aigateway.testing._catalogue import ModelSpec, model_object
+from aigateway.testing._routes import RequestContext, Router
+from aigateway.testing._services import ServiceSpec
+from aigateway.testing._wire import JSON_CONTENT_TYPE, MockResponse
+from aigateway.types.chat_params import ChatCompletionRequest
 
 __all__ = ["DOCUMENTS", "ENDPOINTS", "Endpoint", "add_discovery_routes"]
 

@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._logprobs import token_logprobs
-from ._policy import Conversation, content_text
-from ._reply import (
+from aigateway.testing._logprobs import token_logprobs
+from aigateway.testing._policy import Conversation, content_text
+from aigateway.testing._reply import (
     ChoiceOut,
     Completion,
     FunctionCallOut,
@@ -55,7 +55,7 @@ from ._reply import (
     split_pieces,
     stream_chunks,
 )
-from ._schema import sample_arguments, sample_schema
+from aigateway.testing._schema import sample_arguments, sample_schema
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

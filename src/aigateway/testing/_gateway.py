@@ -29,24 +29,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
-from ._admin import add_admin_routes, is_admin_path
-from ._catalogue import Catalogue, ModelSpec, default_catalogue
-from ._chat import chat_completions, list_models, retrieve_model, unknown_fields
-from ._clock import MockClock
-from ._discovery import add_discovery_routes
-from ._engine import ScriptedReply
-from ._faults import FaultPlan
-from ._guard import guarded, rate_limit_headers
-from ._idempotency import IdempotencyStore
-from ._ids import IdSource
-from ._pacing import StreamPacing
-from ._quotas import Quota, Quotas
-from ._ratelimits import RateLimiter, RateLimits
-from ._replies import ChatReplies, ReplyFunction
-from ._request_log import LOG_BODY_BYTES, LOG_SIZE, RequestLog
-from ._routes import Handler, Router
-from ._run import (
+from aigateway.testing._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
+from aigateway.testing._admin import add_admin_routes, is_admin_path
+from aigateway.testing._catalogue import Catalogue, ModelSpec, default_catalogue
+from aigateway.testing._chat import chat_completions, list_models, retrieve_model, unknown_fields
+from aigateway.testing._clock import MockClock
+from aigateway.testing._discovery import add_discovery_routes
+from aigateway.testing._engine import ScriptedReply
+from aigateway.testing._faults import FaultPlan
+from aigateway.testing._guard import guarded, rate_limit_headers
+from aigateway.testing._idempotency import IdempotencyStore
+from aigateway.testing._ids import IdSource
+from aigateway.testing._pacing import StreamPacing
+from aigateway.testing._quotas import Quota, Quotas
+from aigateway.testing._ratelimits import RateLimiter, RateLimits
+from aigateway.testing._replies import ChatReplies, ReplyFunction
+from aigateway.testing._request_log import LOG_BODY_BYTES, LOG_SIZE, RequestLog
+from aigateway.testing._routes import Handler, Router
+from aigateway.testing._run import (
     Planner,
     ServiceCategory,
     builtin_categories,
@@ -55,16 +55,22 @@ from ._run import (
     handle_image_generate,
     handle_run,
 )
-from ._services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores, default_services
-from ._wire import MockRequest, MockResponse, error_response
+from aigateway.testing._services import (
+    FileStore,
+    ServiceCatalogue,
+    ServiceSpec,
+    ServiceStores,
+    default_services,
+)
+from aigateway.testing._wire import MockRequest, MockResponse, error_response
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from .._client import AsyncClient, Client
-    from ._connections import ConnectionLimits
-    from ._server import ClockMode
-    from ._transport import MockTransport
+    from aigateway._client.clients import AsyncClient, Client
+    from aigateway.testing._connections import ConnectionLimits
+    from aigateway.testing._server import ClockMode
+    from aigateway.testing._transport import MockTransport
 
 __all__ = ["DEFAULT_BASE_URL", "MockGateway"]
 
@@ -257,7 +263,7 @@ class MockGateway:
 
     def transport(self) -> MockTransport:
         """An httpx transport (sync and async) that sends requests to this gateway."""
-        from ._transport import MockTransport
+        from aigateway.testing._transport import MockTransport
 
         return MockTransport(self)
 
@@ -279,7 +285,7 @@ class MockGateway:
         connection may hold: deadlines, connections per client, body bytes in flight. The
         gateway's errors (a 500's traceback and request id) go to stderr while it serves.
         Needs the ``server`` extra."""
-        from ._server import serve
+        from aigateway.testing._server import serve
 
         return serve(
             self,
@@ -296,8 +302,8 @@ class MockGateway:
         ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
         waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
-        from .._client import Client
-        from ._delivery import mock_time_retry_policy
+        from aigateway._client.clients import Client
+        from aigateway.testing._delivery import mock_time_retry_policy
 
         options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
 
@@ -310,8 +316,8 @@ class MockGateway:
 
     def async_client(self, *, api_key: str | None = None, **options: Any) -> AsyncClient:
         """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key)."""
-        from .._client import AsyncClient
-        from ._delivery import mock_time_retry_policy
+        from aigateway._client.clients import AsyncClient
+        from aigateway.testing._delivery import mock_time_retry_policy
 
         options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
 

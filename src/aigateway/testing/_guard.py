@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ._pacing import AsyncBody
-from ._wire import MockRequest, MockResponse, declared_length, error_response
+from aigateway.testing._pacing import AsyncBody
+from aigateway.testing._wire import MockRequest, MockResponse, declared_length, error_response
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["guarded", "rate_limit_headers"]
 

@@ -14,10 +14,18 @@ import urllib.parse
 from decimal import Decimal
 from typing import Any
 
-from ._media import pdf_page_count
-from ._quotas import QuotaExceeded
-from ._service_context import WORDS, Plan, Refusal, ServiceContext, once, refuse, sentences
-from ._sql import SqlRefused
+from aigateway.testing._media import pdf_page_count
+from aigateway.testing._quotas import QuotaExceeded
+from aigateway.testing._service_context import (
+    WORDS,
+    Plan,
+    Refusal,
+    ServiceContext,
+    once,
+    refuse,
+    sentences,
+)
+from aigateway.testing._sql import SqlRefused
 
 __all__ = ["DATA_PLANNERS", "MAX_PAYMENT_AMOUNT", "MAX_TEXT_DOCUMENT_BYTES"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ._media import mp4, png, wav, wav_info
-from ._service_context import Plan, ServiceContext, image_size, once
+from aigateway.testing._media import mp4, png, wav, wav_info
+from aigateway.testing._service_context import Plan, ServiceContext, image_size, once
 
 __all__ = ["MEDIA_PLANNERS"]
 

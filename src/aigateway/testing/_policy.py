@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..types._json_schema import schema_problem
+from aigateway.types._json_schema import schema_problem
 
 __all__ = [
     "MAX_ATTEMPTS",

@@ -22,12 +22,12 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._routes import INVALID
-from ._sql import MAX_DATABASE_BYTES
-from ._wire import MockResponse, error_response
+from aigateway.testing._routes import INVALID
+from aigateway.testing._sql import MAX_DATABASE_BYTES
+from aigateway.testing._wire import MockResponse, error_response
 
 if TYPE_CHECKING:
-    from ._accounts import Account, Ledger
+    from aigateway.testing._accounts import Account, Ledger
 
 __all__ = ["Quota", "QuotaExceeded", "Quotas"]
 

@@ -36,7 +36,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from ._clock import MockClock
+from aigateway.testing._clock import MockClock
 
 __all__ = ["PRESETS", "UNLIMITED", "Admission", "RateLimiter", "RateLimits"]
 

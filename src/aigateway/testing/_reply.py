@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._logprobs import logprob_tokens
+from aigateway.testing._logprobs import logprob_tokens
 
 __all__ = [
     "ChoiceOut",

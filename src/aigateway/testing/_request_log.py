@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from ._wire import MockRequest
+from aigateway.testing._wire import MockRequest
 
 __all__ = ["LOG_BODY_BYTES", "LOG_SIZE", "LoggedRequest", "RequestLog"]
 

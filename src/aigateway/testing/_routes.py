@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._wire import (
+from aigateway.testing._wire import (
     JSON_MEDIA_TYPES,
     MockRequest,
     MockResponse,
@@ -36,14 +36,14 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
-    from ._accounts import Account, Ledger
-    from ._catalogue import Catalogue
-    from ._clock import MockClock
-    from ._gateway import MockGateway
-    from ._pacing import StreamPacing
-    from ._replies import ChatReplies
-    from ._run import ServiceCategory
-    from ._services import FileStore, ServiceCatalogue, ServiceStores
+    from aigateway.testing._accounts import Account, Ledger
+    from aigateway.testing._catalogue import Catalogue
+    from aigateway.testing._clock import MockClock
+    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._pacing import StreamPacing
+    from aigateway.testing._replies import ChatReplies
+    from aigateway.testing._run import ServiceCategory
+    from aigateway.testing._services import FileStore, ServiceCatalogue, ServiceStores
 
 __all__ = ["INVALID", "Handler", "RequestContext", "Router"]
 

@@ -24,22 +24,17 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..errors import InvalidRequestError
-from ..types._validation import validate
-from ..types.service_params import (
-    CATEGORIES,
-    SERVICE_ALLOWED,
-    ImageGenerateBody,
-    RunBody,
-)
-from ._accounts import Account, to_decimal
-from ._billing import credits_fields, insufficient_credits_response
-from ._planners_data import DATA_PLANNERS
-from ._planners_media import MEDIA_PLANNERS
-from ._routes import INVALID, RequestContext
-from ._service_context import Plan, Refusal, ServiceContext
-from ._services import ServiceSpec
-from ._wire import MockResponse, error_response, json_response, shown
+from aigateway.errors import InvalidRequestError
+from aigateway.testing._accounts import Account, to_decimal
+from aigateway.testing._billing import credits_fields, insufficient_credits_response
+from aigateway.testing._planners_data import DATA_PLANNERS
+from aigateway.testing._planners_media import MEDIA_PLANNERS
+from aigateway.testing._routes import INVALID, RequestContext
+from aigateway.testing._service_context import Plan, Refusal, ServiceContext
+from aigateway.testing._services import ServiceSpec
+from aigateway.testing._wire import MockResponse, error_response, json_response, shown
+from aigateway.types._validation import validate
+from aigateway.types.service_params import CATEGORIES, SERVICE_ALLOWED, ImageGenerateBody, RunBody
 
 __all__ = [
     "ServiceCategory",

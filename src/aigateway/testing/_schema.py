@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ._schema_keywords import bounds, conforms, int_or, number, resolve
+from aigateway.testing._schema_keywords import bounds, conforms, int_or, number, resolve
 
 __all__ = [
     "MAX_DEPTH",

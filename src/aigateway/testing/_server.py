@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._optional import require
-from ._asgi import CUT_EXTENSION, MockASGIApp
-from ._clock import MockClock
-from ._connections import (
+from aigateway._optional import require
+from aigateway.testing._asgi import CUT_EXTENSION, MockASGIApp
+from aigateway.testing._clock import MockClock
+from aigateway.testing._connections import (
     ClientConnections,
     ConnectionLimits,
     GuardedConnection,
@@ -36,7 +36,7 @@ from ._connections import (
 )
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["ClockMode", "is_loopback", "serve", "server_config"]
 

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..types.files import MAX_FILE_BYTES, decode_data_url
-from ._accounts import to_decimal
-from ._quotas import QuotaExceeded
-from ._routes import INVALID, RequestContext
-from ._wire import MockResponse, error_response
+from aigateway.testing._accounts import to_decimal
+from aigateway.testing._quotas import QuotaExceeded
+from aigateway.testing._routes import INVALID, RequestContext
+from aigateway.testing._wire import MockResponse, error_response
+from aigateway.types.files import MAX_FILE_BYTES, decode_data_url
 
 if TYPE_CHECKING:
-    from ._accounts import Account
-    from ._clock import MockClock
-    from ._services import FileStore, ServiceSpec, ServiceStores
+    from aigateway.testing._accounts import Account
+    from aigateway.testing._clock import MockClock
+    from aigateway.testing._services import FileStore, ServiceSpec, ServiceStores
 
 __all__ = [
     "FILES_PATH",

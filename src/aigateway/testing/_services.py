@@ -17,11 +17,11 @@ import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..types.service_params import CATEGORIES
-from ._catalogue import SpecCatalogue, check_price
-from ._ids import IdSource
-from ._quotas import Quota, QuotaExceeded, Quotas
-from ._sql import SqlDatabase
+from aigateway.testing._catalogue import SpecCatalogue, check_price
+from aigateway.testing._ids import IdSource
+from aigateway.testing._quotas import Quota, QuotaExceeded, Quotas
+from aigateway.testing._sql import SqlDatabase
+from aigateway.types.service_params import CATEGORIES
 
 __all__ = ["FileStore", "ServiceCatalogue", "ServiceSpec", "ServiceStores", "default_services"]
 

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._sql_functions import install as install_bounded_functions
+from aigateway.testing._sql_functions import install as install_bounded_functions
 
 __all__ = [
     "LIMITS",

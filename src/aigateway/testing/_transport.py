@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ._delivery import deliver
-from ._pacing import AsyncBody
-from ._wire import MockRequest, MockResponse
-from ._ws_inprocess import AsyncInProcessSocket, InProcessSocket
+from aigateway.testing._delivery import deliver
+from aigateway.testing._pacing import AsyncBody
+from aigateway.testing._wire import MockRequest, MockResponse
+from aigateway.testing._ws_inprocess import AsyncInProcessSocket, InProcessSocket
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["MockTransport"]
 

@@ -16,10 +16,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._wire import JSON_CONTENT_TYPE, SSE_DONE, MockRequest, MockResponse, json_loads_bounded
+from aigateway.testing._wire import (
+    JSON_CONTENT_TYPE,
+    SSE_DONE,
+    MockRequest,
+    MockResponse,
+    json_loads_bounded,
+)
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["AUTH_SUBPROTOCOL", "DONE_FRAME", "POLICY_VIOLATION", "WebSocketSession"]
 

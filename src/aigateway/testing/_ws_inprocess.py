@@ -14,12 +14,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._faults import ConnectionDropped
-from ._pacing import AsyncBody
-from ._ws import WebSocketSession, error_frame, event_frame
+from aigateway.testing._faults import ConnectionDropped
+from aigateway.testing._pacing import AsyncBody
+from aigateway.testing._ws import WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
-    from ._gateway import MockGateway
+    from aigateway.testing._gateway import MockGateway
 
 __all__ = ["AsyncInProcessSocket", "InProcessSocket"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._gateway import MockGateway
+from aigateway.testing._gateway import MockGateway
 
 __all__ = ["Row", "Scenario", "main", "run_scorecard"]
 
@@ -170,8 +170,8 @@ class _Caller:
 
 class _AIGateway(_Caller):
     def call(self, url: str, key: str, stream: bool) -> None:
-        from .._client import Client
-        from .._retry import RetryPolicy
+        from aigateway._client.clients import Client
+        from aigateway._pipeline.retry import RetryPolicy
 
         policy = RetryPolicy(initial_wait=0.01, max_wait=2.0)
         with Client(
@@ -190,7 +190,7 @@ class _AIGateway(_Caller):
                     pass
 
     def kind_of(self, error: BaseException) -> str | None:
-        from .. import errors
+        from aigateway import errors
 
         kinds: list[tuple[type[BaseException], str]] = [
             (errors.IncompleteStreamError, "incomplete"),

@@ -5,10 +5,10 @@ the others, so a process pays only for the types it uses."""
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_names
+from aigateway._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .chat import (
+    from aigateway.types.chat import (
         ChatCompletion,
         ChatCompletionChunk,
         Choice,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         ToolCallFunctionDelta,
         Usage,
     )
-    from .chat_params import (
+    from aigateway.types.chat_params import (
         ChatCompletionCreateParams,
         ChatCompletionRequest,
         ChatMessageInput,
@@ -34,15 +34,15 @@ if TYPE_CHECKING:
         ToolChoiceParam,
         ToolParam,
     )
-    from .models import Model, ModelList
-    from .requests import (
+    from aigateway.types.models import Model, ModelList
+    from aigateway.types.requests import (
         ChatCompletionCreateRequest,
         ImageGenerateRequest,
         RequestModel,
         RunRequest,
         load_requests,
     )
-    from .shared import ErrorBody, ErrorObject
+    from aigateway.types.shared import ErrorBody, ErrorObject
 
 _LAZY = {
     "ChatCompletion": ".chat",

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._lazy import collector_paused
+from aigateway._lazy import collector_paused
 
 if TYPE_CHECKING:
-    from .._ledger import FallbackInfo
-    from ..errors import RateLimitInfo
+    from aigateway._pipeline.ledger import FallbackInfo
+    from aigateway.errors import RateLimitInfo
 
 
 class GatewayModel(BaseModel):

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union, cast
 
 from pydantic import BaseModel, PrivateAttr
 
-from .._body import DEFAULT_MAX_DOWNLOAD_BYTES
-from .._display import card, data_uri, guarded, media_html
-from ..errors import APIResponseValidationError
-from .files import decode_data_url
+from aigateway._display import card, data_uri, guarded, media_html
+from aigateway._http.body import DEFAULT_MAX_DOWNLOAD_BYTES
+from aigateway.errors import APIResponseValidationError
+from aigateway.types.files import decode_data_url
 
 if TYPE_CHECKING:
     import os
@@ -200,7 +200,7 @@ def _fetch_briefly(fetch: Callable[..., bytes], url: str) -> bytes:
 
 
 def _mime_of(content: bytes, kind: str) -> str:
-    from .files import sniff_mime
+    from aigateway.types.files import sniff_mime
 
     mime = sniff_mime(content)
     return f"{kind}/*" if mime == "application/octet-stream" else mime

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..errors import InvalidRequestError, Violation
+from aigateway.errors import InvalidRequestError, Violation
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field
 
-from .._display import card, field, guarded, plain, table
-from ._base import CreditsMixin, GatewayModel, ReplyMixin
+from aigateway._display import card, field, guarded, plain, table
+from aigateway.types._base import CreditsMixin, GatewayModel, ReplyMixin
 
 __all__ = [
     "ChatCompletion",

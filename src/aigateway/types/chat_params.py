@@ -29,8 +29,8 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, with_con
 from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, Required, TypedDict
 
-from ._json_schema import schema_problem
-from .chat import ChatCompletion, Choice, Message
+from aigateway.types._json_schema import schema_problem
+from aigateway.types.chat import ChatCompletion, Choice, Message
 
 __all__ = [
     "ALLOWED",

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from ._base import GatewayModel
+from aigateway.types._base import GatewayModel
 
 __all__ = [
     "AIPluginApi",

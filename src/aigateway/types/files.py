@@ -19,7 +19,7 @@ from typing import IO, Annotated, Any, Union
 
 from pydantic import PlainValidator
 
-from ..errors import InvalidRequestError, Violation
+from aigateway.errors import InvalidRequestError, Violation
 
 __all__ = [
     "MAX_FILE_BYTES",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from .._display import card, field, guarded, plain, table
-from ._base import GatewayModel, ReplyMixin
+from aigateway._display import card, field, guarded, plain, table
+from aigateway.types._base import GatewayModel, ReplyMixin
 
 __all__ = ["Model", "ModelList"]
 

@@ -22,11 +22,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args, get_origin, get
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model, model_serializer
 from typing_extensions import NotRequired, Required, Self, TypedDict, Unpack
 
-from .._lazy import collector_paused
-from ..errors import InvalidRequestError, Violation
-from ._validation import validate
-from .chat_params import ALLOWED, ChatCompletionRequestFields
-from .service_params import CATEGORIES, SERVICE_ALLOWED, ImageGenerateBody, NonEmpty, RunBody
+from aigateway._lazy import collector_paused
+from aigateway.errors import InvalidRequestError, Violation
+from aigateway.types._validation import validate
+from aigateway.types.chat_params import ALLOWED, ChatCompletionRequestFields
+from aigateway.types.service_params import (
+    CATEGORIES,
+    SERVICE_ALLOWED,
+    ImageGenerateBody,
+    NonEmpty,
+    RunBody,
+)
 
 __all__ = [
     "ChatCompletionCreateRequest",
@@ -169,7 +175,7 @@ class _ChatBase(RequestModel):
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         """Reply objects in ``messages`` (a `Message`, `Choice`, `ChatCompletion`) as dicts."""
-        from ..resources.chat import message_param
+        from aigateway.resources.chat import message_param
 
         messages = data.get("messages")
         if isinstance(messages, list | tuple):

@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import Required, TypedDict
 
-from .chat_params import RequestOptions
-from .files import FileField
+from aigateway.types.chat_params import RequestOptions
+from aigateway.types.files import FileField
 
 __all__ = [
     "CATEGORIES",

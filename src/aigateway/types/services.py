@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from .._display import card, field, guarded, plain, table
-from ._base import GatewayModel, ReplyMixin
-from ._media_file import MediaFile
+from aigateway._display import card, field, guarded, plain, table
+from aigateway.types._base import GatewayModel, ReplyMixin
+from aigateway.types._media_file import MediaFile
 
 __all__ = [
     "DatabaseResult",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import GatewayModel
+from aigateway.types._base import GatewayModel
 
 __all__ = ["ErrorBody", "ErrorObject"]
 

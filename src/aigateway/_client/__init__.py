@@ -1,0 +1,1 @@
+"""The clients: `Client`, `AsyncClient`, their settings and what they remember."""

@@ -1,0 +1,384 @@
+"""What `Client` and `AsyncClient` share: settings, what the client remembers, repr,
+``with_options`` and ``with_budget`` copies, and resources built lazily around the client's
+pipeline (one descriptor, `LazyResource`)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+import httpx
+
+from aigateway._call.settings import (
+    DEFAULT,
+    DEFAULT_DEADLINE,
+    ClientConfig,
+    TimeoutTypes,
+    check_stream_timeouts,
+    checked_api_key,
+    chosen_deadlines,
+    coerce_timeout,
+)
+from aigateway._call.timeouts import StreamTimeouts
+from aigateway._display import card, field, guarded, plain, rate_limit_text
+from aigateway._lazy import collector_paused
+from aigateway._logging import configure_from_env
+from aigateway._pipeline.flow import Pipeline
+from aigateway._pipeline.ledger import CreditBudget, UsageLedger
+from aigateway._pipeline.limits import RateLimit, RequestBudget
+from aigateway._pipeline.retry import RetryPolicy
+from aigateway._pipeline.state import ClientState, LoopSlots
+from aigateway.errors import ConfigurationError, RateLimitInfo
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from aigateway.integrations.redis.binding import SharedBinding
+    from aigateway.shared import RedisState
+
+
+__all__ = ["BaseClient", "LazyResource"]
+
+PipelineT = TypeVar("PipelineT", bound=Pipeline)
+ResourceT = TypeVar("ResourceT")
+UNCHANGED: Any = object()
+"""The default of each `with_options` argument: that setting stays as it is."""
+
+
+class LazyResource(Generic[ResourceT]):
+    """A resource built on first access from ``aigateway.resources.<module>`` around the
+    client's pipeline, then kept on the client like a ``cached_property``."""
+
+    def __init__(self, module: str, class_name: str, doc: str) -> None:
+        self._module = module
+        self._class_name = class_name
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, client: object, owner: type) -> ResourceT: ...
+    def __get__(self, client: object | None, owner: type) -> Self | ResourceT:
+        if client is None:
+            return self
+        import importlib
+
+        with collector_paused():
+            module = importlib.import_module(f"aigateway.resources.{self._module}")
+        pipeline = client._pipeline  # type: ignore[attr-defined]
+        resource: ResourceT = getattr(module, self._class_name)(pipeline)
+        client.__dict__[self._name] = resource
+        return resource
+
+
+class BaseClient(Generic[PipelineT]):
+    _slots_type: Callable[[int], threading.BoundedSemaphore | LoopSlots]
+    _pipeline: PipelineT
+    _owns_http_client: bool
+    _closed: bool = False
+
+    def _setup(
+        self,
+        pipeline_type: type[PipelineT],
+        http_client_type: type[httpx.Client] | type[httpx.AsyncClient],
+        *,
+        http_client: httpx.Client | httpx.AsyncClient | None,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
+        retry_policy: RetryPolicy | None,
+        stream_first_event_timeout: float | None,
+        stream_idle_timeout: float | None,
+        stream_deadline: float | None,
+        deadline: float | None,
+        max_credits: float | None = None,
+        tracing: object = False,
+        shared_state: RedisState | None = None,
+        rate_limit: RateLimit | None = None,
+        own_http_client_type: type[httpx.Client] | type[httpx.AsyncClient] | None = None,
+        **settings: Any,
+    ) -> None:
+        plain_deadline, stream_deadline = chosen_deadlines(
+            deadline, stream_deadline, unset=DEFAULT, plain=DEFAULT_DEADLINE, streams=None
+        )
+        config = ClientConfig.resolve(
+            stream_timeouts=StreamTimeouts(
+                stream_first_event_timeout, stream_idle_timeout, stream_deadline
+            ),
+            deadline=plain_deadline,
+            **settings,
+        )
+        observer = None
+        if tracing is not False:  # checked before the http client is made
+            from aigateway.integrations.opentelemetry import observer_for
+
+            observer = observer_for(tracing)
+        if shared_state is not None or rate_limit is not None:
+            check_shared(shared_state, rate_limit)
+            config = config.with_changes(
+                wait_for_rate_limit=config.wait_for_rate_limit or bool(rate_limit)
+            )
+        ledger = UsageLedger()
+        credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
+        if http_client is not None and not isinstance(http_client, http_client_type):
+            raise ConfigurationError(
+                f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
+                f"for {type(self).__name__}, got {type(http_client).__name__}"
+            )
+        if http_client is not None and transport is not None:
+            raise ConfigurationError("pass http_client or transport, not both")
+        self._owns_http_client = http_client is None
+        if http_client is None:
+            http_client = (own_http_client_type or http_client_type)(
+                timeout=config.timeout,
+                transport=transport,  # type: ignore[arg-type]
+            )
+        configure_from_env()
+        state = new_state(config, ledger, shared_state=shared_state, rate_limit=rate_limit)
+        if config.max_concurrency is not None:
+            state.slots = self._slots_type(config.max_concurrency)
+        self._pipeline = pipeline_type(
+            config, http_client, state, retry_policy or RetryPolicy(), transport
+        )
+        self._pipeline.credit_budget = credit_budget
+        self._pipeline.observer = observer
+
+    @property
+    def config(self) -> ClientConfig:
+        """The checked settings (the key is redacted in its repr)."""
+        return self._pipeline.config
+
+    @property
+    def base_url(self) -> httpx.URL:
+        """The gateway's base URL (ending in ``/v1``) that every path is joined to."""
+        return self.config.base_url
+
+    @property
+    def remaining_credits(self) -> float | None:
+        """The credits left, as the last reply that said so reported (None until one did)."""
+        return self._pipeline.state.remaining_credits
+
+    @property
+    def balance_warning(self) -> bool | None:
+        """Whether the last reply that carried credits warned of a low balance (< 10)."""
+        return self._pipeline.state.balance_warning
+
+    @property
+    def rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the last reply that carried them."""
+        return self._pipeline.state.rate_limit
+
+    @property
+    def usage(self) -> UsageLedger:
+        """What this client and its copies spent, per model and in total (``str()``: a table;
+        ``as_dict()``)."""
+        return self._pipeline.state.ledger
+
+    def with_budget(self, *, max_credits: float) -> Self:
+        """A client sharing this one's connections, memory and usage that refuses calls
+        (`BudgetExceededError`, nothing sent) once it has spent ``max_credits`` from now."""
+        twin = self._copy_with(self.config, None)
+        twin._pipeline.credit_budget = CreditBudget(max_credits, self.usage)
+        return twin
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether ``close()`` was called (or the ``with`` block ended)."""
+        return self._closed
+
+    def with_options(
+        self,
+        *,
+        api_key: str | object = UNCHANGED,
+        timeout: TimeoutTypes | object = UNCHANGED,
+        max_retries: int | object = UNCHANGED,
+        default_headers: Mapping[str, str] | object = UNCHANGED,
+        retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool | object = UNCHANGED,
+        stream_first_event_timeout: float | None = UNCHANGED,
+        stream_idle_timeout: float | None = UNCHANGED,
+        stream_deadline: float | None = UNCHANGED,
+        deadline: float | None = UNCHANGED,
+    ) -> Self:
+        """A client with some settings changed, sharing this one's connections, memory and
+        limits; settings not given stay as they are.
+
+        Args:
+            api_key: Another key: the copy has its own credits, rate-limit values, limiter
+                and usage ledger (``usage``), and shares only the connections and the
+                concurrency limit. Checked as at construction.
+            timeout: Seconds, or an `httpx.Timeout`, for every request.
+            max_retries: Retries after a failed attempt.
+            default_headers: Headers sent with every request (replacing the client's).
+            retry_policy: What is retried and how long to wait.
+            auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``.
+            stream_first_event_timeout: Seconds from the request to a stream's first event.
+            stream_idle_timeout: Seconds allowed between a stream's events.
+            stream_deadline: Deprecated: ``deadline`` for streams only.
+            deadline: Seconds a whole call may take (plain or streamed), retries included.
+        """
+        config = self._options_config(
+            timeout=timeout, max_retries=max_retries, default_headers=default_headers
+        )
+        if auto_idempotency_keys is not UNCHANGED:
+            config = config.with_changes(auto_idempotency_keys=bool(auto_idempotency_keys))
+        streams = config.stream_timeouts
+        plain_deadline, stream_deadline = chosen_deadlines(
+            deadline,
+            stream_deadline,
+            unset=UNCHANGED,
+            plain=config.deadline,
+            streams=streams.deadline,
+        )
+        config = config.with_changes(
+            deadline=plain_deadline,
+            stream_timeouts=check_stream_timeouts(
+                StreamTimeouts(
+                    streams.first_event
+                    if stream_first_event_timeout is UNCHANGED
+                    else stream_first_event_timeout,
+                    streams.idle if stream_idle_timeout is UNCHANGED else stream_idle_timeout,
+                    stream_deadline,
+                )
+            ),
+        )
+        if api_key is UNCHANGED:
+            return self._copy_with(config, retry_policy)
+        config = config.with_changes(api_key=checked_api_key(api_key))
+        key_changed = config.api_key != self.config.api_key
+        return self._copy_with(config, retry_policy, key_changed=key_changed)
+
+    def _options_config(
+        self,
+        *,
+        timeout: TimeoutTypes | object,
+        max_retries: int | object,
+        default_headers: Mapping[str, str] | object,
+    ) -> ClientConfig:
+        config = self.config
+        changes: dict[str, object] = {}
+        if timeout is not UNCHANGED:
+            changes["timeout"] = coerce_timeout(timeout)  # type: ignore[arg-type]
+        if max_retries is not UNCHANGED:
+            if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+                raise ConfigurationError(
+                    f"max_retries must be an integer >= 0, got {max_retries!r}"
+                )
+            changes["max_retries"] = max_retries
+        if default_headers is not UNCHANGED:
+            changes["default_headers"] = {**config.default_headers, **default_headers}  # type: ignore[dict-item]
+        return config.with_changes(**changes)
+
+    def _copy_with(
+        self, config: ClientConfig, retry: RetryPolicy | None, *, key_changed: bool = False
+    ) -> Self:
+        """A client sharing this one's connection pool, with other settings: a new object, so
+        it builds its own resources around its own pipeline. It shares this one's memory too,
+        unless ``key_changed``: then it starts the state of its own key (credits, rate limits,
+        ledger, a credit budget of the same size), sharing only the concurrency slots."""
+        twin = object.__new__(type(self))
+        pipeline = self._pipeline
+        state, credit_budget = pipeline.state, pipeline.credit_budget
+        if key_changed:
+            shared = state.shared
+            state = new_state(
+                config,
+                UsageLedger(),
+                slots=state.slots,
+                shared_state=shared.state if shared is not None else None,
+                rate_limit=shared.rate_limit if shared is not None else None,
+            )
+            if credit_budget is not None:
+                credit_budget = CreditBudget(credit_budget.max_credits, state.ledger)
+        twin._pipeline = type(pipeline)(
+            config,
+            pipeline.http_client,
+            state,
+            retry or pipeline.retry,
+            pipeline.transport,
+            credit_budget,
+        )
+        twin._pipeline.observer = pipeline.observer  # tracing stays on (or off)
+        twin._owns_http_client = False  # the original closes the shared pool
+        return twin
+
+    def _display_fields(self) -> list[tuple[str, object]]:
+        """What a repr shows: never the key, and nothing that needs a request."""
+        return [
+            ("base_url", str(self.base_url)),
+            ("state", "closed" if self._closed else "open"),
+            ("remaining_credits", self.remaining_credits),
+            ("rate_limit", rate_limit_text(self.rate_limit)),
+        ]
+
+    @guarded
+    def __repr__(self) -> str:
+        base_url, *rest = (field(name, value) for name, value in self._display_fields())
+        return plain(self, base_url, "api_key=<redacted>", *rest)
+
+    @guarded
+    def _repr_html_(self) -> str:
+        shown = [(name.replace("_", " "), value) for name, value in self._display_fields()]
+        return card(self, [*shown, ("API key", "set (never shown)")])
+
+    def __del__(self) -> None:
+        # Only a warning: closing here could run at any time on any thread, or need an event loop.
+        if getattr(self, "_owns_http_client", False) and not self._closed:
+            warnings.warn(
+                f"{type(self).__name__} was garbage-collected without being closed; "
+                "use `with` or call close()",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+
+def check_shared(shared_state: object, rate_limit: object) -> None:
+    """Refuse a shared state that is not one, or a stated rate limit without one (a stated
+    limit is waited for: it implies ``wait_for_rate_limit``)."""
+    from aigateway.shared import RedisState
+
+    if not isinstance(shared_state, RedisState):
+        raise ConfigurationError(
+            "rate_limit= is counted in a shared state: pass shared_state=RedisState(url) too"
+            if shared_state is None
+            else f"shared_state must be an aigateway.shared.RedisState, got "
+            f"{type(shared_state).__name__}"
+        )
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise ConfigurationError(
+            f"rate_limit must be an aigateway.RateLimit, got {type(rate_limit).__name__}"
+        )
+
+
+def new_state(
+    config: ClientConfig,
+    ledger: UsageLedger,
+    *,
+    slots: threading.BoundedSemaphore | LoopSlots | None = None,
+    shared_state: RedisState | None = None,
+    rate_limit: RateLimit | None = None,
+) -> ClientState:
+    """What a client on ``config``'s key remembers, kept in ``ledger``: a limiter when it waits
+    for rate limits, and its view of ``shared_state`` when there is one."""
+    state = ClientState(
+        budget=RequestBudget() if config.wait_for_rate_limit else None, slots=slots, ledger=ledger
+    )
+    if shared_state is not None:
+        state.shared = bind_shared(shared_state, rate_limit, config, state)
+    return state
+
+
+def bind_shared(
+    shared_state: RedisState, rate_limit: RateLimit | None, config: ClientConfig, state: ClientState
+) -> SharedBinding:
+    """The client's view of a shared state (``shared_state=``)."""
+    from aigateway.integrations.redis.binding import SharedBinding
+
+    state.ledger.pending = []
+    return SharedBinding(
+        shared_state, config.api_key.reveal(), rate_limit=rate_limit, limiter=state.budget
+    )

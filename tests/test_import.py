@@ -19,9 +19,9 @@ HEAVY = (
     "aigateway.types",
     "pydantic",
 )
-LIGHT = {"aigateway.types", "aigateway.types.rate_limits"}
-"""Loaded by the errors: the types package's lazy names and the rate-limit headers (a
-dataclass), no reply model and no pydantic."""
+LIGHT = {"aigateway.types", "aigateway.types.rate_limits", "aigateway.types.fallbacks"}
+"""Loaded by the client and the errors: the types package's lazy names, the rate-limit headers
+and what a fallback did (dataclasses); no reply model and no pydantic."""
 
 
 def loaded_after(code: str) -> set[str]:

@@ -22,13 +22,8 @@ from aigateway import (
     RateLimitInfo,
     ServiceUnavailableError,
 )
-from aigateway._pipeline.retry import (
-    LONGEST_SERVER_WAIT,
-    RETRY_STATUSES,
-    RetryPolicy,
-    parse_retry_after,
-    server_wait,
-)
+from aigateway._pipeline.retry import RETRY_STATUSES, RetryPolicy
+from aigateway.types.rate_limits import LONGEST_SERVER_WAIT, parse_retry_after, server_wait
 
 from .conftest import API_KEY, BASE_URL, Sleeps, resolve
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from aigateway._call.settings import Secret
     from aigateway._client.clients import AsyncClient, Client
     from aigateway._pipeline.flow import RawResponse
-    from aigateway._pipeline.ledger import FailedAttempt, FallbackInfo, ModelUsage, UsageLedger
+    from aigateway._pipeline.ledger import ModelUsage, UsageLedger
     from aigateway._pipeline.limits import RateLimit
     from aigateway._pipeline.request import new_idempotency_key
     from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     )
     from aigateway.types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
     from aigateway.types.chat import ParsedChatCompletion
+    from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
     from aigateway.types.services import RunResult
 
 _LAZY = {
@@ -88,8 +89,8 @@ _LAZY = {
     "Secret": "aigateway._call.settings",
     "RawResponse": "aigateway._pipeline.flow",
     "new_idempotency_key": "aigateway._pipeline.request",
-    "FailedAttempt": "aigateway._pipeline.ledger",
-    "FallbackInfo": "aigateway._pipeline.ledger",
+    "FailedAttempt": "aigateway.types.fallbacks",
+    "FallbackInfo": "aigateway.types.fallbacks",
     "ModelUsage": "aigateway._pipeline.ledger",
     "UsageLedger": "aigateway._pipeline.ledger",
     "RetryPolicy": "aigateway._pipeline.retry",

@@ -48,10 +48,11 @@ from aigateway.types.rate_limits import (
     UNIX_MILLISECONDS_FROM,
     UNIX_SECONDS_FROM,
     RateLimitInfo,
+    server_wait,
 )
 
 if TYPE_CHECKING:
-    from aigateway._pipeline.ledger import FallbackInfo
+    from aigateway.types.fallbacks import FallbackInfo
     from aigateway.types.shared import ErrorBody
 
 __all__ = [
@@ -458,10 +459,6 @@ class RateLimitError(APIStatusError):
         the time until ``rate_limit.reset``, else `default_wait`."""
         if self.retry_after is not None:
             return self.retry_after
-        from aigateway._pipeline.retry import (
-            server_wait,
-        )  # the retry policy's reading; _retry imports this module
-
         now = time.time()
         wait = server_wait(self.headers, now, status=self.status_code)
         if wait is None and self.rate_limit is not None:

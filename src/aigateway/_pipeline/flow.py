@@ -57,8 +57,6 @@ from aigateway._http.body import (
 from aigateway._logging import logger
 from aigateway._pipeline.ledger import (
     CreditBudget,
-    FailedAttempt,
-    FallbackInfo,
     StreamTally,
     attach_fallback,
     checked_fallbacks,
@@ -71,6 +69,7 @@ from aigateway._pipeline.response import RawResponse
 from aigateway._pipeline.retry import RetryPolicy, set_attempts
 from aigateway._pipeline.state import ClientState
 from aigateway.errors import APIError, RateLimitInfo
+from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
     from aigateway._streams.streams import ChunkDecoder

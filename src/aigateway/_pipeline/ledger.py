@@ -40,11 +40,10 @@ from aigateway.errors import (
 
 if TYPE_CHECKING:
     from aigateway._pipeline.state import ClientState
+    from aigateway.types.fallbacks import FallbackInfo
 
 __all__ = [
     "CreditBudget",
-    "FailedAttempt",
-    "FallbackInfo",
     "ModelUsage",
     "UsageLedger",
     "model_of",
@@ -72,23 +71,6 @@ def _field(model: object, name: str) -> Any:
         return fields[name]
     extra = getattr(model, "__pydantic_extra__", None)
     return extra.get(name) if extra else None
-
-
-@dataclass(frozen=True)
-class FailedAttempt:
-    """A model a call with ``fallback_models`` tried, and the error it ended in."""
-
-    model: str
-    error: APIError
-
-
-@dataclass(frozen=True)
-class FallbackInfo:
-    """How a call with ``fallback_models`` went: the model that served it (None when every
-    model failed) and the models tried before it, in order, with their errors."""
-
-    served_by: str | None
-    failed: tuple[FailedAttempt, ...] = ()
 
 
 @dataclass

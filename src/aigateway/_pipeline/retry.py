@@ -27,18 +27,16 @@ functions and the clock are part of the policy, so tests inject ones that do not
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from aigateway._logging import logger
 from aigateway.errors import APIConnectionError, APIError, APIStatusError, InsufficientCreditsError
-from aigateway.types.rate_limits import RateLimitInfo, parse_number
+from aigateway.types.rate_limits import server_wait
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState, Retrying
@@ -48,10 +46,6 @@ E = TypeVar("E", bound=APIError)
 RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 429, *range(500, 600)} - {501})
 """The statuses retried by default: request timeout, conflict, rate limit, and every 5xx but
 501 Not Implemented."""
-
-LONGEST_SERVER_WAIT = 10 * 365 * 24 * 3600.0
-"""`server_wait` clamps to ten years: still beyond any cap, so still raised at once, but a
-number an error message can show."""
 
 
 def set_attempts(error: E, attempts: int) -> E:
@@ -71,46 +65,6 @@ def is_retryable(error: BaseException, statuses: frozenset[int] = RETRY_STATUSES
             return verdict == "true"
         return error.status_code in statuses
     return isinstance(error, APIConnectionError)
-
-
-def server_wait(
-    headers: Mapping[str, str], now: float, *, status: int | None = None
-) -> float | None:
-    """The wait in seconds a reply asks for, or None when it asks for none: ``retry-after-ms``,
-    else ``Retry-After``, else a spent rate-limit window's ``X-RateLimit-Reset`` (``status``
-    429 counts the window spent when ``X-RateLimit-Remaining`` is absent)."""
-    wait = parse_retry_after_ms(headers.get("retry-after-ms"))
-    if wait is None:
-        wait = parse_retry_after(headers.get("retry-after"), now)
-    if wait is None:
-        info = RateLimitInfo.from_headers(headers)
-        if info is not None and (info.remaining == 0 or (info.remaining is None and status == 429)):
-            wait = info.seconds_until_reset(now)
-    return None if wait is None else min(wait, LONGEST_SERVER_WAIT)
-
-
-def parse_retry_after_ms(raw: str | None) -> float | None:
-    """``retry-after-ms`` in seconds, or None when absent or not a number of milliseconds."""
-    milliseconds = parse_number(raw)
-    return None if milliseconds is None else milliseconds / 1000
-
-
-def parse_retry_after(raw: str | None, now: float) -> float | None:
-    """``Retry-After`` as seconds from ``now``: a number of seconds or an HTTP date (read as
-    GMT even when it names no zone, as asctime dates do); None when unreadable."""
-    if raw is None:
-        return None
-    seconds = parse_number(raw)
-    if seconds is not None:
-        return seconds
-    try:
-        when = email.utils.parsedate_to_datetime(raw.strip())
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=datetime.timezone.utc)
-        wait = when.timestamp() - now
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    return max(0.0, wait)
 
 
 async def event_loop_sleep(seconds: float) -> None:

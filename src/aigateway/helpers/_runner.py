@@ -20,7 +20,7 @@ from pydantic_core import to_json
 
 from aigateway._logging import logger
 from aigateway.errors import AIGatewayError
-from aigateway.resources.chat import message_param
+from aigateway.types.chat import message_param
 
 if TYPE_CHECKING:
     from aigateway.helpers.tools import Tool

@@ -7,12 +7,11 @@ from dataclasses import replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
 from aigateway._lazy import collector_paused
 from aigateway._pipeline.flow import APICall
-from aigateway.errors import InvalidRequestError, Violation
 from aigateway.resources._base import (
     AsyncResource,
     Opening,
@@ -28,7 +27,12 @@ from aigateway.resources._base import (
 )
 from aigateway.types._base import built
 from aigateway.types._validation import validate
-from aigateway.types.chat import ChatCompletion, ChatCompletionChunk, Choice, ParsedChatCompletion
+from aigateway.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ParsedChatCompletion,
+    message_param,
+)
 from aigateway.types.chat_params import (
     ALLOWED,
     ChatCompletionCreateParams,
@@ -68,28 +72,6 @@ def _chunk_parser() -> Callable[[str | bytes], ChatCompletionChunk]:
     as much again as the validation of a small chunk; the model's validator is built on first
     use (reply models defer their build), so this is looked up per call, not at import."""
     return built(ChatCompletionChunk).__pydantic_validator__.validate_json
-
-
-_MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
-
-
-def message_param(message: object) -> object:
-    """A message as the wire wants it; reply objects are accepted as they are."""
-    if isinstance(message, ChatCompletion):
-        if not message.choices:
-            raise InvalidRequestError(
-                [
-                    Violation(
-                        "messages", message.id, "a ChatCompletion without choices has no message"
-                    )
-                ]
-            )
-        message = message.choices[0].message
-    if isinstance(message, Choice):
-        message = message.message
-    if isinstance(message, BaseModel):
-        return message.model_dump(mode="json", include=_MESSAGE_FIELDS, exclude_none=True)
-    return message
 
 
 def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:

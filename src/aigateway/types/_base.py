@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from aigateway._lazy import collector_paused
 
 if TYPE_CHECKING:
-    from aigateway._pipeline.ledger import FallbackInfo
-    from aigateway.errors import RateLimitInfo
+    from aigateway.types.fallbacks import FallbackInfo
+    from aigateway.types.rate_limits import RateLimitInfo
 
 
 class GatewayModel(BaseModel):

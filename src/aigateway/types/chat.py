@@ -11,9 +11,10 @@
 import json
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from aigateway._display import card, field, guarded, plain, table
+from aigateway.errors import InvalidRequestError, Violation
 from aigateway.types._base import CreditsMixin, GatewayModel, ReplyMixin
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "ToolCallFunctionDelta",
     "TopLogprob",
     "Usage",
+    "message_param",
 ]
 
 FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
@@ -254,6 +256,29 @@ class ParsedChatCompletion(ChatCompletion, Generic[ResponseFormatT]):
     def _repr_html_(self) -> str:
         fields = [*_reply_fields(self), ("parsed", self._parsed)]
         return card(self, fields, text=self.text, body=_calls_html(self))
+
+
+_MESSAGE_FIELDS = {"role", "content", "tool_calls", "function_call", "name", "tool_call_id"}
+
+
+def message_param(message: object) -> object:
+    """A message as the wire wants it: a `ChatCompletion` or `Choice` as its (first) message,
+    a `Message` as a dict of its message fields; anything else as it is."""
+    if isinstance(message, ChatCompletion):
+        if not message.choices:
+            raise InvalidRequestError(
+                [
+                    Violation(
+                        "messages", message.id, "a ChatCompletion without choices has no message"
+                    )
+                ]
+            )
+        message = message.choices[0].message
+    if isinstance(message, Choice):
+        message = message.message
+    if isinstance(message, BaseModel):
+        return message.model_dump(mode="json", include=_MESSAGE_FIELDS, exclude_none=True)
+    return message
 
 
 def _reply_fields(reply: ChatCompletion) -> list[tuple[str, object]]:

@@ -1,16 +1,30 @@
-"""`RateLimitInfo`: the ``X-RateLimit-*`` headers of a reply, read by one set of rules.
+"""A reply's rate-limit headers, read by one set of rules: `RateLimitInfo` (the
+``X-RateLimit-*`` headers) and `server_wait` (the wait a reply asks for: ``retry-after-ms``,
+``Retry-After``, a spent window's reset).
 
 Every reply's headers pass through `RateLimitInfo.from_headers`, so it reads them in one scan;
-a header that is absent or not a sane number reads as None and never raises.
+a header that is absent or not a sane number reads as None and never raises. The retry policy
+and `RateLimitError.seconds_to_wait` both read a wait through `server_wait`.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["UNIX_MILLISECONDS_FROM", "UNIX_SECONDS_FROM", "RateLimitInfo", "parse_number"]
+__all__ = [
+    "LONGEST_SERVER_WAIT",
+    "UNIX_MILLISECONDS_FROM",
+    "UNIX_SECONDS_FROM",
+    "RateLimitInfo",
+    "parse_number",
+    "parse_retry_after",
+    "parse_retry_after_ms",
+    "server_wait",
+]
 
 
 @dataclass(frozen=True)
@@ -91,3 +105,48 @@ def _parse_int(raw: str | None) -> int | None:
     """`parse_number` truncated to an int; None for numbers too large for a 64-bit count."""
     value = parse_number(raw)
     return int(value) if value is not None and value <= _LARGEST_COUNT else None
+
+
+LONGEST_SERVER_WAIT = 10 * 365 * 24 * 3600.0
+"""`server_wait` clamps to ten years: still beyond any cap, so still raised at once, but a
+number an error message can show."""
+
+
+def server_wait(
+    headers: Mapping[str, str], now: float, *, status: int | None = None
+) -> float | None:
+    """The wait in seconds a reply asks for, or None when it asks for none: ``retry-after-ms``,
+    else ``Retry-After``, else a spent rate-limit window's ``X-RateLimit-Reset`` (``status``
+    429 counts the window spent when ``X-RateLimit-Remaining`` is absent)."""
+    wait = parse_retry_after_ms(headers.get("retry-after-ms"))
+    if wait is None:
+        wait = parse_retry_after(headers.get("retry-after"), now)
+    if wait is None:
+        info = RateLimitInfo.from_headers(headers)
+        if info is not None and (info.remaining == 0 or (info.remaining is None and status == 429)):
+            wait = info.seconds_until_reset(now)
+    return None if wait is None else min(wait, LONGEST_SERVER_WAIT)
+
+
+def parse_retry_after_ms(raw: str | None) -> float | None:
+    """``retry-after-ms`` in seconds, or None when absent or not a number of milliseconds."""
+    milliseconds = parse_number(raw)
+    return None if milliseconds is None else milliseconds / 1000
+
+
+def parse_retry_after(raw: str | None, now: float) -> float | None:
+    """``Retry-After`` as seconds from ``now``: a number of seconds or an HTTP date (read as
+    GMT even when it names no zone, as asctime dates do); None when unreadable."""
+    if raw is None:
+        return None
+    seconds = parse_number(raw)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(raw.strip())
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        wait = when.timestamp() - now
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, wait)

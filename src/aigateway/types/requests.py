@@ -25,6 +25,7 @@ from typing_extensions import NotRequired, Required, Self, TypedDict, Unpack
 from aigateway._lazy import collector_paused
 from aigateway.errors import InvalidRequestError, Violation
 from aigateway.types._validation import validate
+from aigateway.types.chat import message_param
 from aigateway.types.chat_params import ALLOWED, ChatCompletionRequestFields
 from aigateway.types.service_params import (
     CATEGORIES,
@@ -175,8 +176,6 @@ class _ChatBase(RequestModel):
     @classmethod
     def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         """Reply objects in ``messages`` (a `Message`, `Choice`, `ChatCompletion`) as dicts."""
-        from aigateway.resources.chat import message_param
-
         messages = data.get("messages")
         if isinstance(messages, list | tuple):
             data["messages"] = [message_param(message) for message in messages]

@@ -15,16 +15,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = [
-    "LONGEST_SERVER_WAIT",
-    "UNIX_MILLISECONDS_FROM",
-    "UNIX_SECONDS_FROM",
-    "RateLimitInfo",
-    "parse_number",
-    "parse_retry_after",
-    "parse_retry_after_ms",
-    "server_wait",
-]
+__all__ = ["RateLimitInfo"]
+"""The public name; the header readers below serve the errors and the retry policy."""
 
 
 @dataclass(frozen=True)

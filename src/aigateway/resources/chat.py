@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from aigateway._streams.chat_stream import AsyncChatCompletionStream, ChatCompletionStream
     from aigateway._streams.streams import AsyncStream, Stream
     from aigateway._streams.websocket import AsyncChatSocket, ChatSocket
-    from aigateway.helpers.structured import StructuredRequest
+    from aigateway.resources._structured import StructuredRequest
     from aigateway.types.requests import ChatCompletionCreateRequest
 
 __all__ = ["AsyncChat", "AsyncCompletions", "Chat", "Completions", "build_create_call"]
@@ -118,7 +118,7 @@ def build_parse_call(
     """The checked call of ``parse`` (or of ``stream`` given a type as ``response_format``),
     and how to parse its reply; a type that cannot be a strict schema raises here."""
     check_keywords(params, _STREAM_KEYWORDS, f"chat.completions.{method}")
-    from aigateway.helpers.structured import prepare  # only parsed calls need it: not at import
+    from aigateway.resources._structured import prepare  # only parsed calls need it: not at import
 
     body, structured = prepare(params, f"chat.completions.{method}")
     call = build_stream_call(body, method) if method == "stream" else build_create_call(body)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union, cast
 from pydantic import BaseModel, PrivateAttr
 
 from aigateway._display import card, data_uri, guarded, media_html
-from aigateway._http.body import DEFAULT_MAX_DOWNLOAD_BYTES
 from aigateway.errors import APIResponseValidationError
 from aigateway.types.files import decode_data_url
 
@@ -107,15 +106,13 @@ class MediaFile(BaseModel):
             self._content = decoded
         return self._content
 
-    def save(
-        self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
-    ) -> Path:
+    def save(self, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Path:
         """Write the file to ``path``; returns the path.
 
         Fetched by a client, the file goes to ``path`` as it arrives, never whole in memory, up
-        to ``max_bytes`` (decompressed; 2 GiB by default): past that the connection is closed,
-        no file is left and `ResponseTooLargeError` is raised. Bytes already here (read before,
-        a ``data:`` URL) are written as they are."""
+        to ``max_bytes`` (decompressed; None: the client's limit for downloads, 2 GiB): past
+        that the connection is closed, no file is left and `ResponseTooLargeError` is raised.
+        Bytes already here (read before, a ``data:`` URL) are written as they are."""
         target = Path(path)
         fetch = self._file_fetch(want_async=False)
         if fetch is None:
@@ -124,9 +121,7 @@ class MediaFile(BaseModel):
             fetch(self.file_url, save_to=target, max_bytes=max_bytes)
         return target
 
-    async def asave(
-        self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
-    ) -> Path:
+    async def asave(self, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Path:
         """`save` for results of an `AsyncClient`."""
         fetch = self._file_fetch(want_async=True)
         if fetch is None:

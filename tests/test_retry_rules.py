@@ -22,7 +22,7 @@ from aigateway import (
     RateLimitInfo,
     ServiceUnavailableError,
 )
-from aigateway._pipeline.retry import RETRY_STATUSES, RetryPolicy
+from aigateway._pipeline.retry import RETRY_STATUSES
 from aigateway.types.rate_limits import LONGEST_SERVER_WAIT, parse_retry_after, server_wait
 
 from .conftest import API_KEY, BASE_URL, Sleeps, resolve
@@ -333,13 +333,3 @@ def test_waits_are_finite_and_clamped() -> None:
         {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(2**62)},
     ):
         assert server_wait(far, NOW) == LONGEST_SERVER_WAIT, far
-
-
-def test_should_retry_records_a_wait_beyond_the_cap() -> None:
-    request = httpx.Request("POST", f"{BASE_URL}/chat/completions")
-    response = httpx.Response(503, headers={"retry-after-ms": "90000"}, request=request)
-    error = ServiceUnavailableError("busy", response=response, body=None)
-    policy = RetryPolicy(now=lambda: NOW)
-    assert policy.wait_for(error, 1) == 90.0
-    assert not policy.should_retry(error)
-    assert error.retry_after == 90.0

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -242,8 +241,8 @@ class Pipeline:
         the deadline runs out (a wait that would pass it is not made).
 
         The first attempt runs outside tenacity (most calls succeed at once, and building
-        tenacity's state costs microseconds); once it fails, tenacity's state machine decides
-        every retry and wait, seeded with that failure."""
+        tenacity's state costs microseconds); once it fails, the policy's strategies on
+        tenacity's state machine decide every retry and wait, seeded with that failure."""
         request = self.build_request(call)
         if call.websocket:
             from aigateway._streams.websocket import open_socket
@@ -258,30 +257,23 @@ class Pipeline:
                 self._raise_if_out_of_time(error, deadline, request)
             if call.side_effect and "idempotency-key" not in request.headers:
                 raise
-            retries = call.options.get("max_retries", self.config.max_retries)
-            if retries < 1:
+            max_retries = call.options.get("max_retries", self.config.max_retries)
+            if max_retries < 1:
                 raise
-            retrying, state = self.retry.retrying(retries, error)
-            last = error
+            retries = self.retry.start_retries(max_retries, error, deadline, request)
         while True:
-            step: Any = retrying.iter(state)  # raises the last error when no retry is left
-            wait = float(step)  # a DoSleep, tenacity's wait
-            state.prepare_for_next_attempt()
-            self._check_wait(deadline, wait, request, state.attempt_number - 1, last)
+            wait = retries.next_wait()  # raises the call's error when no retry is left
             if call.trace is not None:
                 call.trace.retrying(wait)
             yield Sleep(wait)
             try:
                 return (
-                    yield from self._attempt(
-                        exchange, call, request, state.attempt_number, deadline
-                    )
+                    yield from self._attempt(exchange, call, request, retries.attempt, deadline)
                 )
             except APIError as error:
                 if deadline is not None:
                     self._raise_if_out_of_time(error, deadline, request)
-                state.set_exception(sys.exc_info())  # type: ignore[arg-type]
-                last = error
+                retries.failed(error)
 
     @staticmethod
     def _raise_if_out_of_time(error: APIError, deadline: Deadline, request: httpx.Request) -> None:
@@ -299,14 +291,10 @@ class Pipeline:
         seconds: float,
         request: httpx.Request,
         attempts: int,
-        last: APIError | None = None,
     ) -> None:
-        """Raise the deadline's error when a wait of ``seconds`` before sending would pass it
-        (``last``, the failure before the wait, becomes its cause)."""
+        """Raise the deadline's error when a wait of ``seconds`` before sending would pass it."""
         if deadline is not None and seconds >= deadline.left():
-            if last is not None:
-                self.retry.record_asked_wait(last)
-            raise set_attempts(deadline.error(request, waiting=seconds, last=last), attempts)
+            raise set_attempts(deadline.error(request, waiting=seconds), attempts)
 
     def _attempt(
         self,

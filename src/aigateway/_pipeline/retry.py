@@ -1,12 +1,19 @@
-"""The retry policy, as data, built on tenacity and shared by the sync and async pipelines.
+"""The retry policy, as data: tenacity strategies and the settings of the default ones,
+shared by the sync and async pipelines.
 
-What retries: lost connections, timeouts, and 408, 409, 429 and 5xx replies except 501 (Not
+Its ``wait``, ``stop`` and ``retry`` are tenacity strategies, so a user who knows tenacity
+can replace any of them or compose them with their own (``|``, ``&``, ``+``). Left unset,
+they are the defaults described below, built on the first retry from the other fields by
+`aigateway._pipeline.retry_strategies` (which imports tenacity: a call that succeeds at once
+never loads it).
+
+What retries (`retry_if_transient`): lost connections, timeouts, and 408, 409, 429 and 5xx replies except 501 (Not
 Implemented will not change); never a credits error (a 429 whose code says the credits or quota
 ran out is an `InsufficientCreditsError`: the body decides, not only the status). A reply
 header ``x-should-retry: true`` or ``false`` overrides the status either way, except for
 credits errors.
 
-How long it waits, first rule that applies:
+How long it waits (``wait_server_requested() | wait_backoff(...)``), first rule that applies:
 
 1. ``retry-after-ms``, in milliseconds;
 2. ``Retry-After``, in seconds or as an HTTP date (always GMT, whatever the date's format);
@@ -19,27 +26,36 @@ How long it waits, first rule that applies:
 Header values that are not a finite number of at least 0 (``inf``, ``nan``, ``-5``, words) are
 ignored, never raised on; a wait asked beyond ten years counts as ten years.
 
-A wait the gateway asks for that is longer than ``max_wait`` is not slept: the error is raised
-at once, so a caller never hangs unseen for minutes. Whenever the reply that ends a call asked
+How many attempts: ``max_retries`` + 1 (``stop_after_attempt``), per client, per call and via
+``with_options``; a ``stop`` on the policy replaces that limit (``max_retries=0`` still turns
+retries off). Every call also stops before a wait longer than ``max_wait`` and before a wait
+that would pass its deadline.
+
+A wait longer than ``max_wait`` is not slept: the error is raised at once, so a caller never
+hangs unseen for minutes. Whenever the reply that ends a call asked
 for a wait, retried or not, its error carries it as ``retry_after``. The sleep
 functions and the clock are part of the policy, so tests inject ones that do not sleep.
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from aigateway._logging import logger
-from aigateway.errors import APIConnectionError, APIError, APIStatusError, InsufficientCreditsError
+from aigateway.errors import APIError, APIStatusError, ConfigurationError
 from aigateway.types.rate_limits import server_wait
 
 if TYPE_CHECKING:
-    from tenacity import RetryCallState, Retrying
+    import httpx
+    from tenacity.retry import RetryBaseT
+    from tenacity.stop import StopBaseT
+    from tenacity.wait import WaitBaseT
+
+    from aigateway._call.timeouts import Deadline
+    from aigateway._pipeline.retry_strategies import CallRetries
 
 E = TypeVar("E", bound=APIError)
 
@@ -54,17 +70,12 @@ def set_attempts(error: E, attempts: int) -> E:
     return error
 
 
-def is_retryable(error: BaseException, statuses: frozenset[int] = RETRY_STATUSES) -> bool:
-    """Whether another attempt may succeed where this one failed: the reply's
-    ``x-should-retry`` when it says ``true`` or ``false``, else the status."""
-    if isinstance(error, InsufficientCreditsError):
-        return False
-    if isinstance(error, APIStatusError):
-        verdict = str(error.headers.get("x-should-retry", "")).strip().lower()
-        if verdict in ("true", "false"):
-            return verdict == "true"
-        return error.status_code in statuses
-    return isinstance(error, APIConnectionError)
+def asked_wait(error: BaseException | None, now: float) -> float | None:
+    """The wait in seconds the reply behind ``error`` asked for, if any (``now``: Unix
+    seconds, for ``Retry-After`` dates and ``X-RateLimit-Reset`` times)."""
+    if not isinstance(error, APIStatusError):
+        return None
+    return server_wait(error.headers, now, status=error.status_code)
 
 
 async def event_loop_sleep(seconds: float) -> None:
@@ -78,19 +89,23 @@ async def event_loop_sleep(seconds: float) -> None:
 class RetryPolicy:
     """When to retry and how long to wait; override per client (``retry_policy=``).
 
-    The number of retries is not here but in ``max_retries`` (per client, per call and via
+    ``wait``, ``stop`` and ``retry`` take tenacity strategies (``wait_fixed(2)``,
+    ``stop_after_attempt(5)``, ``retry_if_exception_type(...)``, ours, and their ``|``, ``&``,
+    ``+`` compositions); unset, they are the defaults built from the fields before them. The
+    number of retries is not here but in ``max_retries`` (per client, per call and via
     ``with_options``), because it changes more often than the rules.
     """
 
     initial_wait: float = 1.0
-    """The first backoff wait in seconds; each later one doubles."""
+    """The default backoff's first wait in seconds; each later one doubles."""
     max_wait: float = 60.0
-    """The cap: backoff waits are clamped to it, and a wait the gateway asks for beyond it
-    raises the error at once (with ``retry_after`` set) instead of sleeping."""
+    """The cap: the default backoff is clamped to it, and any longer wait (one the gateway
+    asks for, or one your ``wait`` computes) raises the error at once (with ``retry_after``
+    set when the gateway asked) instead of sleeping."""
     jitter: float = 0.25
-    """Each backoff wait is multiplied by a random factor in [1 - jitter, 1 + jitter]."""
+    """Each default backoff wait is multiplied by a random factor in [1 - jitter, 1 + jitter]."""
     statuses: frozenset[int] = RETRY_STATUSES
-    """The HTTP statuses that are retried (credits errors never are; a reply's
+    """The HTTP statuses the default rule retries (credits errors never are; a reply's
     ``x-should-retry`` header overrides this)."""
     sleep: Callable[[float], None] = time.sleep
     async_sleep: Callable[[float], Awaitable[None]] = event_loop_sleep
@@ -100,98 +115,44 @@ class RetryPolicy:
     compared with."""
     monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
     """The clock of stream timers (first-event and idle timeouts, deadlines)."""
+    wait: WaitBaseT | None = None
+    """The wait before each retry, a tenacity wait strategy; unset:
+    ``wait_server_requested() | wait_backoff(initial_wait, max_wait, jitter, random)``."""
+    stop: StopBaseT | None = None
+    """When to stop retrying, a tenacity stop strategy; unset:
+    ``stop_after_attempt(max_retries + 1)``. The cap and the call's deadline apply either way."""
+    retry: RetryBaseT | None = None
+    """Which failures are retried, a tenacity retry strategy; unset:
+    ``retry_if_transient(statuses)``."""
+
+    def __post_init__(self) -> None:
+        for name in ("wait", "stop", "retry"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise ConfigurationError(
+                    f"RetryPolicy({name}=...) must be a tenacity {name} strategy (such as "
+                    f"tenacity's {name}_* objects) or None for the default; got {value!r}"
+                )
 
     def with_changes(self, **changes: object) -> RetryPolicy:
         return replace(self, **changes)  # type: ignore[arg-type]
-
-    def backoff(self, attempt_number: int) -> float:
-        """The backoff wait after failed attempt ``attempt_number`` (1-based), with jitter."""
-        backoff = self.initial_wait * 2 ** (attempt_number - 1)
-        factor = 1 + self.jitter * (2 * self.random() - 1)
-        return float(min(backoff * factor, self.max_wait))
-
-    def wait_for(self, error: BaseException | None, attempt_number: int) -> float:
-        """The wait before the next attempt, after ``error`` ended attempt ``attempt_number``."""
-        asked = self._asked_wait(error)
-        return self.backoff(attempt_number) if asked is None else asked
-
-    def _asked_wait(self, error: BaseException | None) -> float | None:
-        """The wait the reply behind ``error`` asks for, if any."""
-        if not isinstance(error, APIStatusError):
-            return None
-        return server_wait(error.headers, self.now(), status=error.status_code)
 
     def record_asked_wait(self, error: BaseException) -> None:
         """Set ``retry_after`` on the status error a call ends with, when its reply asked for a
         wait, retried or not (the caller may want to wait it out itself)."""
         if isinstance(error, APIStatusError) and error.retry_after is None:
-            error.retry_after = self._asked_wait(error)
+            error.retry_after = asked_wait(error, self.now())
 
-    def should_retry(self, error: BaseException | None) -> bool:
-        """Whether ``error`` may be retried; a server-asked wait beyond the cap says no, and is
-        recorded on the error as ``retry_after``."""
-        if error is None or not is_retryable(error, self.statuses):
-            return False
-        asked = self._asked_wait(error)
-        if isinstance(error, APIStatusError) and asked is not None and asked > self.max_wait:
-            error.retry_after = asked
-            return False
-        return True
+    def start_retries(
+        self,
+        max_retries: int,
+        first_error: APIError,
+        deadline: Deadline | None,
+        request: httpx.Request,
+    ) -> CallRetries:
+        """The retries of a call whose first attempt failed with ``first_error``, on
+        tenacity's state machine under this policy's strategies; the flow asks it for each
+        wait (tenacity is imported here: a call that succeeds at once never needs it)."""
+        from aigateway._pipeline.retry_strategies import CallRetries
 
-    def retrying(self, max_retries: int, first_error: APIError) -> tuple[Retrying, RetryCallState]:
-        """Tenacity's state machine for the retries of a call whose first attempt failed with
-        ``first_error``: ``retrying.iter(state)`` says how long to wait before the next attempt,
-        or raises the last error when no retry is left. The pipeline drives it, so the sync and
-        async clients share every retry decision (tenacity is imported on the first retry: a
-        call that succeeds at once never needs it)."""
-        from tenacity import RetryCallState, Retrying, stop_after_attempt
-
-        def wait(state: RetryCallState) -> float:
-            return self.wait_for(_error_of(state), state.attempt_number)
-
-        def retry(state: RetryCallState) -> bool:
-            return self.should_retry(_error_of(state))
-
-        def before_sleep(state: RetryCallState) -> None:
-            self._log_retry(
-                _error_of(state), state.attempt_number, state.upcoming_sleep, max_retries
-            )
-
-        retrying = Retrying(
-            sleep=self.sleep,
-            stop=stop_after_attempt(max_retries + 1),
-            wait=wait,
-            retry=retry,
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        retrying.begin()
-        state = RetryCallState(retrying, fn=None, args=(), kwargs={})
-        state.set_exception((type(first_error), first_error, first_error.__traceback__))
-        return retrying, state
-
-    @staticmethod
-    def _log_retry(
-        error: BaseException | None, attempt_number: int, wait: float, max_retries: int
-    ) -> None:
-        if logger.isEnabledFor(logging.DEBUG):
-            request = getattr(error, "request", None)
-            what = (
-                f"HTTP {error.status_code}"
-                if isinstance(error, APIStatusError)
-                else type(error).__name__
-            )
-            logger.debug(
-                "retry %s %s after %s: attempt %d failed, waiting %.2f s",
-                getattr(request, "method", "?"),
-                request.url.path if request is not None else "?",
-                what,
-                attempt_number,
-                wait,
-                # for handlers that report retries their own way (the ``aigateway`` command)
-                extra={"retry": (error, attempt_number + 1, max_retries + 1, wait)},
-            )
-
-
-def _error_of(state: RetryCallState) -> BaseException | None:
-    return state.outcome.exception() if state.outcome else None
+        return CallRetries(self, max_retries, first_error, deadline, request)

@@ -227,10 +227,11 @@ class _Reporter(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         retry = getattr(record, "retry", None)
         if retry is not None:
-            error, attempt, attempts, wait = retry
+            error, attempt, attempts, wait = retry  # attempts: None under a stop of one's own
+            of = "" if attempts is None else f" of {attempts}"
             self.err.write(
                 f"aigateway: {_what_failed(error)}, retrying in {wait:.1f} s "
-                f"(attempt {attempt} of {attempts})\n"
+                f"(attempt {attempt}{of})\n"
             )
         elif self.debug:
             request_id = getattr(record, "request_id", None)

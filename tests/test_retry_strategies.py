@@ -46,7 +46,8 @@ from ._reliability_helpers import NOW, OK, USER, create, failing
 # The fixtures; pytest knows them as gateway and policy.
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
-from .conftest import API_KEY, BASE_URL, Sleeps, resolve
+from .conftest import BASE_URL, Sleeps, resolve
+from .test_deadline import UNAVAILABLE, FakeTime, fake_client
 
 pytestmark = pytest.mark.anyio
 SUCCESS = respx.MockResponse(200, json=OK)
@@ -168,43 +169,16 @@ async def test_stops_compose_with_or(
 async def test_the_deadline_still_stops_a_stop_of_ones_own(kind: str) -> None:
     """With ``stop_never`` and 30 s waits, a call with a 50 s deadline makes its second wait
     only if it ends before the deadline: it does not, so the deadline's error ends the call."""
-    clock = Clock()
+    clock = FakeTime()
+    client = fake_client(kind, clock, UNAVAILABLE)
     policy = clock.policy().with_changes(wait=wait_fixed(30), stop=stop_never)
-    transport = httpx.MockTransport(lambda request: httpx.Response(503, json={}))
-    options: dict[str, Any] = {
-        "api_key": API_KEY,
-        "base_url": BASE_URL,
-        "transport": transport,
-        "retry_policy": policy,
-    }
-    client: Any = Client(**options) if kind == "sync" else AsyncClient(**options)
     with pytest.raises(APITimeoutError) as caught:
-        await create(client, deadline=50)
+        await create(client.with_options(retry_policy=policy), deadline=50)
+    await resolve(client.close())
     assert caught.value.limit_name == "deadline"
     assert getattr(caught.value, "attempts", None) == 2
     assert isinstance(caught.value.__cause__, ServiceUnavailableError)
     assert clock.slept == [30.0]
-    await resolve(client.close())
-
-
-class Clock:
-    """A monotonic clock that moves only when the client sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-    async def async_sleep(self, seconds: float) -> None:
-        self.sleep(seconds)
-
-    def policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            sleep=self.sleep, async_sleep=self.async_sleep, monotonic=lambda: self.now
-        )
 
 
 # -- retry rules -------------------------------------------------------------------------------

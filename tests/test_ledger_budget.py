@@ -18,7 +18,7 @@ from aigateway import (
     RateLimitInfo,
     RunResult,
 )
-from aigateway._pipeline.ledger import CreditBudget
+from aigateway._pipeline.credit_budget import CreditBudget
 from aigateway.testing import MockGateway
 from aigateway.types.services import SearchResult
 

@@ -26,7 +26,7 @@ from aigateway import (
     ServiceUnavailableError,
     new_idempotency_key,
 )
-from aigateway._pipeline.flow import APICall
+from aigateway._call.call import APICall
 
 from ._reliability_helpers import (
     CHUNK,
@@ -251,7 +251,7 @@ async def test_a_stream_whose_first_event_arrives_in_pieces_is_reassembled(
 
 def side_effect_call(**options: Any) -> APICall[Any]:
     return APICall(
-        "POST", "run", parse=lambda raw: raw, body=b"{}", options=options, side_effect=True
+        "POST", "run", parse=lambda raw: raw, payload={}, options=options, side_effect=True
     )  # type: ignore[arg-type]
 
 

@@ -29,6 +29,7 @@ import pytest
 
 from aigateway import AsyncClient, Client, ConfigurationError, ResponseTooLargeError
 from aigateway._http.body import PIECE_SIZE, accept_encoding, content_decoder
+from aigateway._pipeline.request import client_headers
 from aigateway.testing import MockGateway
 
 from .conftest import API_KEY, BASE_URL, Sleeps, resolve
@@ -148,7 +149,7 @@ def test_identity_and_encodings_not_asked_for_are_not_decoded() -> None:
 def test_the_client_asks_for_what_it_decodes_in_bounded_pieces() -> None:
     assert accept_encoding() == "gzip, deflate, br"  # brotli >= 1.2 is in the dev extra
     with Client(api_key=API_KEY, base_url=BASE_URL) as client:
-        assert client.config.headers()["Accept-Encoding"] == "gzip, deflate, br"
+        assert client_headers(client.config)["Accept-Encoding"] == "gzip, deflate, br"
 
 
 # -- the limit of a reply read into memory, through the public calls -------------------------

@@ -21,8 +21,6 @@ from aigateway._call.timeouts import (
     deprecated_stream_deadline,
     is_time_limit,
 )
-from aigateway._http.body import DEFAULT_MAX_RESPONSE_BYTES, accept_encoding
-from aigateway._version import __version__
 from aigateway.errors import ConfigurationError, InsecureBaseURLWarning
 
 API_KEY_ENV: Final = "AIGATEWAY_API_KEY"
@@ -33,6 +31,8 @@ DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
 DEFAULT_MAX_RETRIES: Final = 2
 DEFAULT_DEADLINE: Final = 600.0
 """Ten minutes for a whole plain call, its retries and waits included (streams have none)."""
+DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+"""Default ``max_response_bytes``: a reply read into memory holds at most 64 MiB, decompressed."""
 
 
 class _Default:
@@ -321,16 +321,6 @@ class ClientConfig:
     def with_changes(self, **changes: object) -> ClientConfig:
         """A copy with some settings replaced (used by ``with_options``)."""
         return replace(self, **changes)  # type: ignore[arg-type]
-
-    def headers(self) -> dict[str, str]:
-        """The headers every request carries."""
-        own = {
-            "Authorization": SecretText(f"Bearer {self.api_key.reveal()}"),
-            "Accept": "application/json",
-            "Accept-Encoding": accept_encoding(),  # those decoded in bounded pieces only
-            "User-Agent": f"aigateway-python/{__version__}",
-        }
-        return with_headers(own, self.default_headers)
 
     def __repr__(self) -> str:
         return (

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import httpx
 
+from aigateway._call.caller import caller_stacklevel
 from aigateway.errors import APIError, APITimeoutError, InvalidRequestError, Violation
 
 __all__ = [
@@ -94,8 +95,6 @@ def is_deadline_error(error: BaseException) -> bool:
 
 def deprecated_stream_deadline() -> None:
     """Warn, at the caller's line, that ``stream_deadline`` is now ``deadline``."""
-    from aigateway._pipeline.state import caller_stacklevel
-
     warnings.warn(
         "stream_deadline is deprecated and will be removed in the next release: use "
         "deadline=, which bounds a whole call, plain or streamed (stream_deadline still "

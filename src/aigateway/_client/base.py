@@ -25,18 +25,19 @@ from aigateway._call.timeouts import StreamTimeouts
 from aigateway._display import card, field, guarded, plain, rate_limit_text
 from aigateway._lazy import collector_paused
 from aigateway._logging import configure_from_env
+from aigateway._pipeline.credit_budget import CreditBudget
 from aigateway._pipeline.flow import Pipeline
-from aigateway._pipeline.ledger import CreditBudget, UsageLedger
-from aigateway._pipeline.limits import RateLimit, RequestBudget
+from aigateway._pipeline.ledger import UsageLedger
+from aigateway._pipeline.limits import LoopSlots, RateLimit, RateLimiter
 from aigateway._pipeline.retry import RetryPolicy
-from aigateway._pipeline.state import ClientState, LoopSlots
+from aigateway._pipeline.state import ClientState
 from aigateway.errors import ConfigurationError, RateLimitInfo
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from aigateway.integrations.redis.binding import SharedBinding
-    from aigateway.shared import RedisState
+    from aigateway._pipeline.state import SharedState
+    from aigateway.integrations.redis.state import RedisState
 
 
 __all__ = ["BaseClient", "LazyResource"]
@@ -284,13 +285,10 @@ class BaseClient(Generic[PipelineT]):
         state, credit_budget = pipeline.state, pipeline.credit_budget
         if key_changed:
             shared = state.shared
-            state = new_state(
-                config,
-                UsageLedger(),
-                slots=state.slots,
-                shared_state=shared.state if shared is not None else None,
-                rate_limit=shared.rate_limit if shared is not None else None,
-            )
+            state = new_state(config, UsageLedger(), slots=state.slots)
+            if shared is not None:  # the same shared state, seen by the other key
+                state.ledger.pending = []
+                state.shared = shared.for_key(config.api_key.reveal(), state.limiter)
             if credit_budget is not None:
                 credit_budget = CreditBudget(credit_budget.max_credits, state.ledger)
         twin._pipeline = type(pipeline)(
@@ -339,7 +337,7 @@ class BaseClient(Generic[PipelineT]):
 def check_shared(shared_state: object, rate_limit: object) -> None:
     """Refuse a shared state that is not one, or a stated rate limit without one (a stated
     limit is waited for: it implies ``wait_for_rate_limit``)."""
-    from aigateway.shared import RedisState
+    from aigateway.integrations.redis.state import RedisState
 
     if not isinstance(shared_state, RedisState):
         raise ConfigurationError(
@@ -365,20 +363,21 @@ def new_state(
     """What a client on ``config``'s key remembers, kept in ``ledger``: a limiter when it waits
     for rate limits, and its view of ``shared_state`` when there is one."""
     state = ClientState(
-        budget=RequestBudget() if config.wait_for_rate_limit else None, slots=slots, ledger=ledger
+        limiter=RateLimiter() if config.wait_for_rate_limit else None, slots=slots, ledger=ledger
     )
     if shared_state is not None:
+        state.ledger.pending = []
         state.shared = bind_shared(shared_state, rate_limit, config, state)
     return state
 
 
 def bind_shared(
     shared_state: RedisState, rate_limit: RateLimit | None, config: ClientConfig, state: ClientState
-) -> SharedBinding:
-    """The client's view of a shared state (``shared_state=``)."""
+) -> SharedState:
+    """The client's view of a shared state (``shared_state=``): Redis's, plugged into the
+    request path through its `SharedState` interface."""
     from aigateway.integrations.redis.binding import SharedBinding
 
-    state.ledger.pending = []
     return SharedBinding(
-        shared_state, config.api_key.reveal(), rate_limit=rate_limit, limiter=state.budget
+        shared_state, config.api_key.reveal(), rate_limit=rate_limit, limiter=state.limiter
     )

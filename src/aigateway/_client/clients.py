@@ -15,20 +15,26 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from aigateway._call.settings import DEFAULT, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, TimeoutTypes
+from aigateway._call.settings import (
+    DEFAULT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    TimeoutTypes,
+)
 from aigateway._call.timeouts import DEFAULT_STREAM_IDLE_TIMEOUT
 from aigateway._client.base import BaseClient, LazyResource
 from aigateway._closing import AsyncClosing, Closing
-from aigateway._http.body import DEFAULT_MAX_RESPONSE_BYTES
 from aigateway._http.clients import AsyncHTTPClient, HTTPClient
 from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
+from aigateway._pipeline.limits import LoopSlots
 from aigateway._pipeline.retry import RetryPolicy
-from aigateway._pipeline.state import LoopSlots
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from aigateway._pipeline.limits import RateLimit
+    from aigateway.integrations.redis.state import RedisState
     from aigateway.resources.chat import AsyncChat, Chat
     from aigateway.resources.data import (
         AsyncDatabases,
@@ -58,7 +64,6 @@ if TYPE_CHECKING:
     from aigateway.resources.models import AsyncModels, Models
     from aigateway.resources.run import AsyncRun, Run
     from aigateway.resources.web import AsyncSocial, AsyncWeb, Social, Web
-    from aigateway.shared import RedisState
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -428,5 +433,5 @@ class AsyncClient(BaseClient[AsyncPipeline], AsyncClosing):
             await self._pipeline.http_client.aclose()
             shared = self._pipeline.state.shared
             if shared is not None:
-                await shared.state._aclose()
+                await shared.aclose()
         self._closed = True

@@ -29,7 +29,6 @@ from aigateway.errors import ResponseTooLargeError
 
 __all__ = [
     "DEFAULT_MAX_DOWNLOAD_BYTES",
-    "DEFAULT_MAX_RESPONSE_BYTES",
     "PIECE_SIZE",
     "WRITE_SIZE",
     "AsyncDecodedBody",
@@ -43,8 +42,6 @@ __all__ = [
     "too_large",
 ]
 
-DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-"""Default ``max_response_bytes``: a reply read into memory holds at most 64 MiB, decompressed."""
 DEFAULT_MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024
 """Default ``max_bytes`` of a file result's ``save()``: 2 GiB written, decompressed."""
 PIECE_SIZE = 65_536

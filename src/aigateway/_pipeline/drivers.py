@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, overload
 
 import httpx
 
+from aigateway._call.call import APICall
 from aigateway._call.commands import Acquire, Close, Next, Send, Sleep, Write
 from aigateway._call.timeouts import SEND_ENDS_AT
 from aigateway._http.body import adecoded_body, decoded_body
 from aigateway._http.leases import aclose_reply, close_reply
-from aigateway._pipeline.flow import APICall, Pipeline
+from aigateway._pipeline.flow import Pipeline
 
 if TYPE_CHECKING:
     import os

@@ -1,5 +1,5 @@
 """What calls cost and how they went: the usage ledger (requests, tokens, credits and failures
-per model), the opt-in credit budget checked before each call, and what fallback models need.
+per model) of a client and its copies.
 
 Credits come from the gateway, never from a local price table. A reply that states its own
 cost (``usage.credits`` of a ``/run`` reply) counts that; any other reply counts how far its
@@ -16,38 +16,16 @@ are each the float nearest an exact sum, never a sum of floats.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aigateway._pipeline.response import RawResponse
-from aigateway.errors import (
-    APIConnectionError,
-    APIError,
-    BudgetExceededError,
-    ConfigurationError,
-    IncompleteStreamError,
-    InternalServerError,
-    InvalidRequestError,
-    NotFoundError,
-    RateLimitError,
-    Violation,
-)
-
 if TYPE_CHECKING:
-    from aigateway._pipeline.state import ClientState
-    from aigateway.types.fallbacks import FallbackInfo
+    from aigateway.errors import APIError
 
-__all__ = [
-    "CreditBudget",
-    "ModelUsage",
-    "UsageLedger",
-    "model_of",
-]
+__all__ = ["ModelUsage", "UsageLedger", "credit_amount"]
 
 _UNKNOWN_MODEL = "(unknown)"
 
@@ -251,131 +229,3 @@ class UsageLedger:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-
-
-class CreditBudget:
-    """At most ``max_credits`` spent from when the budget was set: a call is refused before
-    sending once the ledger says so. Calls in flight when it runs out may still finish, so
-    the spend can pass the budget by the cost of those calls at most."""
-
-    def __init__(self, max_credits: float, ledger: UsageLedger) -> None:
-        if (
-            isinstance(max_credits, bool)
-            or not isinstance(max_credits, (int, float))
-            or not max_credits > 0
-        ):
-            raise ConfigurationError(f"max_credits must be a number > 0, got {max_credits!r}")
-        self.max_credits = float(max_credits)
-        self._ledger = ledger
-        self._start = ledger.exact_credits
-        self._lock = threading.Lock()
-        self.in_flight = 0
-
-    @property
-    def spent(self) -> float:
-        """Credits spent since the budget was set."""
-        return float(self._ledger.exact_credits - self._start)
-
-    def reserve(self) -> None:
-        """Take a place for a call, or raise `BudgetExceededError` (nothing is sent)."""
-        with self._lock:
-            spent = self.spent
-            if spent >= self.max_credits:
-                error = BudgetExceededError(
-                    f"the credit budget of {self.max_credits:g} is spent ({spent:g} credits "
-                    f"used, {self.in_flight} calls in flight); the call was not sent"
-                )
-                error.max_credits, error.spent = self.max_credits, spent
-                raise error
-            self.in_flight += 1
-
-    def release(self) -> None:
-        """The call's reply (or error) is in."""
-        with self._lock:
-            self.in_flight -= 1
-
-
-def model_unavailable(error: APIError) -> bool:
-    """Whether a call's final error says its model cannot serve now, so another may: the
-    model does not exist (404), the gateway failed or is overloaded (5xx, 429 after the
-    retries), or no reply came (a connection failure, a stream cut before its first chunk)."""
-    return isinstance(
-        error,
-        (
-            NotFoundError,
-            InternalServerError,
-            RateLimitError,
-            APIConnectionError,
-            IncompleteStreamError,
-        ),
-    )
-
-
-MAX_FALLBACK_MODELS = 5
-
-
-def checked_fallbacks(models: object) -> tuple[str, ...]:
-    """``fallback_models`` as a tuple, or an `InvalidRequestError` saying what is allowed."""
-    if (
-        isinstance(models, (list, tuple))
-        and 1 <= len(models) <= MAX_FALLBACK_MODELS
-        and all(isinstance(model, str) and model for model in models)
-    ):
-        return tuple(models)
-    allowed = f"a list of 1 to {MAX_FALLBACK_MODELS} model ids (non-empty strings)"
-    raise InvalidRequestError([Violation("fallback_models", models, allowed)])
-
-
-def attach_fallback(result: Any, info: FallbackInfo) -> None:
-    """Tell the result (a reply, a stream, a raw reply's parsed object) how the call went."""
-    target = result.parse() if isinstance(result, RawResponse) else result
-    learn = getattr(type(target), "_learn", None)  # a reply model (`ReplyMixin`)
-    if learn is not None:
-        learn(target, "fallback", info)
-    elif hasattr(target, "__dict__"):
-        target.fallback = info  # a stream or socket
-
-
-class StreamTally:
-    """Counts a stream in the usage ledger when it closes: its model, the usage chunk and the
-    last credits seen, read from the last chunks its decoder keeps (the credits and usage
-    come at the end of a stream), so nothing is added to the per-chunk path."""
-
-    def __init__(self, state: ClientState) -> None:
-        self._state = state
-        self._tail: Sequence[Any] = ()
-        self.model: str | None = None
-        self.usage: object = None
-        self.remaining_credits: float | None = None
-
-    def watch(self, tail: Sequence[Any]) -> None:
-        """Read the stream's outcome from ``tail`` (the decoder's last chunks) at close."""
-        self._tail = tail
-
-    def _read_tail(self) -> None:
-        for chunk in reversed(list(self._tail)):
-            if self.model is None:
-                self.model = getattr(chunk, "model", None)
-            if self.usage is None:
-                self.usage = getattr(chunk, "usage", None)
-            if self.remaining_credits is None:
-                self.remaining_credits = getattr(chunk, "remaining_credits", None)
-
-    def closer(self, release: Callable[[], object] | None) -> Callable[[], None]:
-        def close() -> None:
-            if release is not None:
-                release()
-            self._read_tail()
-            self._state.ledger.record_reply(self)
-
-        return close
-
-
-def model_of(body: bytes | None) -> str | None:
-    """The ``model`` of a JSON body (read when a call fails, or for a trace)."""
-    try:
-        data = json.loads(body) if body else None
-    except ValueError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None

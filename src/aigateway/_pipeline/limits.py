@@ -1,26 +1,36 @@
 """Opt-in client-side limits: wait for a spent rate-limit window, bound requests in flight.
 
-Both are off by default and then cost nothing (the pipeline checks for None). `RequestBudget`
-is pure bookkeeping (no I/O, no sleeping): it counts down the gateway's last
-``X-RateLimit-Remaining`` as requests go out and says how long to wait once it reaches 0;
-the pipeline does the waiting with the retry policy's sleep, so tests never sleep.
+Both are off by default and then cost nothing (the pipeline checks for None). `RateLimiter`
+(``wait_for_rate_limit=True``) is pure bookkeeping (no I/O, no sleeping): it counts down the
+gateway's last ``X-RateLimit-Remaining`` as requests go out and says how long to wait once it
+reaches 0; the pipeline does the waiting with the retry policy's sleep, so tests never sleep.
+``max_concurrency=`` bounds the requests in flight with a semaphore: a
+`threading.BoundedSemaphore` for a `Client`, `LoopSlots` (one per event loop) for an
+`AsyncClient`; the pipeline takes a slot before sending and gives it back when the reply (or
+its stream) is done.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aigateway.errors import ConfigurationError, RateLimitInfo
 
-__all__ = ["RateLimit", "RequestBudget"]
+if TYPE_CHECKING:
+    import anyio
+
+__all__ = ["LoopSlots", "RateLimit", "RateLimiter"]
 
 
 @dataclass(frozen=True)
 class RateLimit:
-    """A rate limit the caller states (``rate_limit=``) instead of waiting to learn it from
-    the gateway's ``X-RateLimit-*`` replies: ``requests`` per ``window`` seconds. ``tokens``
-    is kept for the record; only requests are counted before sending."""
+    """A rate limit the caller states (``rate_limit=``, with a shared state) instead of waiting
+    to learn it from the gateway's ``X-RateLimit-*`` replies: ``requests`` per ``window``
+    seconds, and at most ``tokens`` tokens in that window when given. Every process on the key
+    counts its requests, and the tokens of each whole reply (not of a stream), in the shared
+    window, and waits for the window's reset once either is spent."""
 
     requests: int
     window: float = 60.0
@@ -51,8 +61,9 @@ class RateLimit:
             )
 
 
-class RequestBudget:
-    """The requests left in the gateway's current rate-limit window, as this client knows it."""
+class RateLimiter:
+    """The client-side rate limiter: the requests left in the gateway's current rate-limit
+    window, as this client knows it, and how long to wait once none is left."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -81,3 +92,32 @@ class RequestBudget:
                 self._remaining -= 1
                 return 0.0
             return self._reset - now
+
+
+class LoopSlots:
+    """``max_concurrency`` of an async client: a semaphore per event loop, each bounding the
+    requests in flight on its loop. anyio's semaphore belongs to the async library of its
+    first use (and its waiters to their loop), while a client may serve one loop after
+    another."""
+
+    def __init__(self, limit: int) -> None:
+        from aigateway._http.loops import PerLoop
+
+        self._semaphores: PerLoop[anyio.Semaphore] = PerLoop(lambda loop: _semaphore(limit))
+
+    async def acquire(self) -> None:
+        await self._semaphores.get().acquire()
+
+    def release(self) -> None:
+        self._semaphores.get().release()
+
+    @property
+    def value(self) -> int:
+        """The slots free on the running loop."""
+        return self._semaphores.get().value
+
+
+def _semaphore(limit: int) -> anyio.Semaphore:
+    import anyio  # only with max_concurrency: keeps `import aigateway` light
+
+    return anyio.Semaphore(limit)

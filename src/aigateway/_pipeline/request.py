@@ -9,22 +9,36 @@ client with cookies or query parameters of its own is left to merge them itself.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from aigateway._call.settings import ClientConfig, coerce_timeout, with_headers
+from aigateway._call.call import encode_json
+from aigateway._call.settings import ClientConfig, SecretText, coerce_timeout, with_headers
+from aigateway._http.body import accept_encoding
+from aigateway._version import __version__
 
 if TYPE_CHECKING:
-    from aigateway._pipeline.flow import APICall
+    from aigateway._call.call import APICall
 
-__all__ = ["RequestBuilder", "new_idempotency_key"]
+__all__ = ["RequestBuilder", "client_headers", "new_idempotency_key"]
 
 _URL_CACHE_SIZE = 256
 """Paths whose URL a builder remembers (ids in paths vary; the cache must not grow without end)."""
 _JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def client_headers(config: ClientConfig) -> dict[str, str]:
+    """The headers every request of a client carries: its key, what it accepts (the
+    encodings it decodes in bounded pieces only), who it is, then ``default_headers``."""
+    own = {
+        "Authorization": SecretText(f"Bearer {config.api_key.reveal()}"),
+        "Accept": "application/json",
+        "Accept-Encoding": accept_encoding(),
+        "User-Agent": f"aigateway-python/{__version__}",
+    }
+    return with_headers(own, config.default_headers)
 
 
 def new_idempotency_key() -> str:
@@ -39,7 +53,7 @@ class RequestBuilder:
     def __init__(self, config: ClientConfig, http_client: httpx.Client | httpx.AsyncClient):
         self.config = config
         self.http_client = http_client
-        self._headers = config.headers()
+        self._headers = client_headers(config)
         self._urls: dict[str, tuple[httpx.URL, bool]] = {}
 
     def build(self, call: APICall[Any], timeout: httpx.Timeout | None = None) -> httpx.Request:
@@ -61,9 +75,7 @@ class RequestBuilder:
         body = call.body
         extra_body = options.get("extra_body")
         if extra_body:
-            merged = json.loads(body) if body else {}
-            merged.update(extra_body)
-            body = json.dumps(merged).encode()
+            body = encode_json({**(call.payload or {}), **extra_body}, "extra_body")
         url, same_origin = self._url_for(call.path)
         if not same_origin:
             headers.pop("Authorization", None)  # the key goes to the gateway only

@@ -1,26 +1,60 @@
-"""What a client (and its ``with_options`` copies) remembers and shares between calls."""
+"""What a client (and its ``with_options`` copies) remembers and shares between calls, and
+the interface of the state it shares with other processes (`SharedState`)."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
+from aigateway._call.caller import caller_stacklevel
 from aigateway._http.leases import OpenLeases
 from aigateway._pipeline.ledger import UsageLedger
-from aigateway._pipeline.limits import RequestBudget
+from aigateway._pipeline.limits import LoopSlots, RateLimiter
 from aigateway.errors import LowBalanceWarning, RateLimitInfo
 
 if TYPE_CHECKING:
-    import anyio
     import httpx
 
-    from aigateway.integrations.redis.binding import SharedBinding
+    from aigateway._call.call import APICall
+    from aigateway._call.commands import Flow
+    from aigateway._pipeline.credit_budget import CreditBudget
+    from aigateway._pipeline.flow import Pipeline
 
-__all__ = ["ClientState", "LoopSlots"]
+__all__ = ["ClientState", "SharedState"]
+
+
+class SharedState(Protocol):
+    """What the request path asks of the state a client shares with every process on its key
+    (``shared_state=``): the rate-limit window, the credit budget, the usage totals and the
+    idempotency keys of acts, kept for all. The client plugs an implementation in (Redis's:
+    `aigateway.integrations.redis.binding.SharedBinding`); the path knows only this. Each
+    method is a flow: what it yields (commands of its own) a driver performs."""
+
+    def run(
+        self,
+        pipeline: Pipeline,
+        call: APICall[Any],
+        attempts: Callable[[APICall[Any]], Flow[Any]],
+        budget: CreditBudget | None,
+    ) -> Flow[Any]:
+        """Run a whole call (``attempts(call)``) under the shared credit budget, with a shared
+        idempotency key when it is an act; count what it used for all."""
+
+    def slot_wait(self, now: float) -> object:
+        """A command that counts a request in the shared window and answers the seconds to
+        wait before sending it."""
+
+    def observe(self, info: RateLimitInfo, now: float) -> Flow[None]:
+        """Tell every process the gateway's rate-limit values of a reply."""
+
+    def for_key(self, api_key: str, limiter: RateLimiter | None) -> SharedState:
+        """The same shared state as seen by a client on ``api_key`` with ``limiter``."""
+
+    async def aclose(self) -> None:
+        """Close the running event loop's connections (an `AsyncClient` closing)."""
 
 
 @dataclass
@@ -30,14 +64,14 @@ class ClientState:
     remaining_credits: float | None = None
     balance_warning: bool | None = None
     rate_limit: RateLimitInfo | None = None
-    budget: RequestBudget | None = None
+    limiter: RateLimiter | None = None
     """The client-side rate limiter (``wait_for_rate_limit=True``)."""
     slots: threading.BoundedSemaphore | LoopSlots | None = None
     """Bounds the requests in flight (``max_concurrency=``)."""
     warned_low_balance: bool = False
     ledger: UsageLedger = field(default_factory=UsageLedger)
     """What the client and its copies spent (``client.usage``)."""
-    shared: SharedBinding | None = None
+    shared: SharedState | None = None
     """The state shared with other processes on the key (``shared_state=``), or None."""
     leases: OpenLeases = field(default_factory=OpenLeases)
     """The streams and unread replies handed out and not released yet (`aigateway._http.leases`)."""
@@ -66,45 +100,6 @@ class ClientState:
         rate_limit = RateLimitInfo.from_headers(response.headers)
         if rate_limit is not None:
             self.rate_limit = rate_limit
-            if self.budget is not None:
-                self.budget.observe(rate_limit, now())
+            if self.limiter is not None:
+                self.limiter.observe(rate_limit, now())
         return rate_limit
-
-
-class LoopSlots:
-    """``max_concurrency`` of an async client: a semaphore per event loop, each bounding the
-    requests in flight on its loop. anyio's semaphore belongs to the async library of its
-    first use (and its waiters to their loop), while a client may serve one loop after
-    another."""
-
-    def __init__(self, limit: int) -> None:
-        from aigateway._http.loops import PerLoop
-
-        self._semaphores: PerLoop[anyio.Semaphore] = PerLoop(lambda loop: _semaphore(limit))
-
-    async def acquire(self) -> None:
-        await self._semaphores.get().acquire()
-
-    def release(self) -> None:
-        self._semaphores.get().release()
-
-    @property
-    def value(self) -> int:
-        """The slots free on the running loop."""
-        return self._semaphores.get().value
-
-
-def _semaphore(limit: int) -> anyio.Semaphore:
-    import anyio  # only with max_concurrency: keeps `import aigateway` light
-
-    return anyio.Semaphore(limit)
-
-
-def caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside aigateway (and tenacity): the caller's line."""
-    level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
-        ("aigateway", "tenacity")
-    ):
-        level, frame = level + 1, frame.f_back
-    return level

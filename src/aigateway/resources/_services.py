@@ -8,16 +8,15 @@ and the resource methods are one-liners over it.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_type_hints
 
 from pydantic import TypeAdapter
 
+from aigateway._call.call import APICall, encode_json
 from aigateway._lazy import collector_paused
-from aigateway._pipeline.flow import APICall
 from aigateway.errors import InvalidRequestError, Violation
 from aigateway.resources._base import (
     OPTION_KEYS,
@@ -34,7 +33,7 @@ from aigateway.types.service_params import SERVICE_ALLOWED
 from aigateway.types.services import MediaFile, RunResult
 
 if TYPE_CHECKING:
-    from aigateway._pipeline.flow import RawResponse
+    from aigateway._pipeline.response import RawResponse
     from aigateway.types._media_file import Fetch
     from aigateway.types.chat_params import RequestOptions
 
@@ -115,28 +114,27 @@ def run_call(
 ) -> APICall[R]:
     """The call: ``POST /run {model, inputs}`` (or a dedicated path with a flat body)."""
     body = {"model": model, "inputs": dict(inputs)} if path == "run" else {"model": model, **inputs}
-    try:
-        encoded = json.dumps(
-            body, allow_nan=False, separators=(",", ":"), ensure_ascii=False
-        ).encode()
-    except (TypeError, ValueError) as exc:
-        raise InvalidRequestError(
-            [Violation("inputs", "(not shown)", f"must be JSON-serialisable ({exc})")]
-        ) from None
     return APICall(
         "POST",
         path,
         parse=partial(_bound_result, result_type, fetch),
-        body=encoded,
+        payload=body,
+        body=encode_json(body, "inputs"),
         options=options,
         side_effect=side_effect,
     )
 
 
 def build_service_call(
-    method: ServiceMethod[R], params: Mapping[str, Any], fetch: Fetch
+    method: ServiceMethod[R],
+    params: Mapping[str, Any],
+    fetch: Fetch,
+    checked: Collection[str] = frozenset(),
 ) -> APICall[R]:
-    """Check a typed method's keywords and describe its call; raises before anything is sent."""
+    """Check a typed method's keywords and describe its call; raises before anything is sent.
+
+    ``checked``: inputs a request model checked when it was built; when the inputs are only
+    those, they are not checked again."""
     check_keywords(params, method.keywords, method.name)
     body, options = split_options(params)
     extra_inputs = body.pop(_EXTRA_INPUTS, None) or {}
@@ -146,10 +144,13 @@ def build_service_call(
             body[name] = encode_file(body[name], name)
     violations = [v for v in [_model_violation(model)] if v is not None]
     inputs: Any = {}
-    try:
-        inputs = validate(method.adapter, {**body, **method.fixed}, SERVICE_ALLOWED)
-    except InvalidRequestError as exc:
-        violations.extend(exc.violations)
+    if checked and all(name in checked for name in body):
+        inputs = {**body, **method.fixed}
+    else:
+        try:
+            inputs = validate(method.adapter, {**body, **method.fixed}, SERVICE_ALLOWED)
+        except InvalidRequestError as exc:
+            violations.extend(exc.violations)
     if violations:
         raise InvalidRequestError(violations)
     wire = {**method.adapter.dump_python(inputs, mode="json"), **extra_inputs}
@@ -197,8 +198,14 @@ def _encoded_input(name: str, value: object) -> object:
 class ServiceResource(SyncResource):
     """A group of service methods on a `Client`."""
 
-    def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
-        return cast("R", self._request(build_service_call(method, params, self._pipeline.fetch)))
+    def _run(
+        self,
+        method: ServiceMethod[R],
+        params: Mapping[str, Any],
+        checked: Collection[str] = frozenset(),
+    ) -> R:
+        call = build_service_call(method, params, self._pipeline.fetch, checked)
+        return cast("R", self._request(call))
 
     @cached_property
     def with_raw_response(self) -> RawResponses:
@@ -209,10 +216,14 @@ class ServiceResource(SyncResource):
 class AsyncServiceResource(AsyncResource):
     """A group of service methods on an `AsyncClient`."""
 
-    async def _run(self, method: ServiceMethod[R], params: Mapping[str, Any]) -> R:
-        return cast(
-            "R", await self._request(build_service_call(method, params, self._pipeline.fetch))
-        )
+    async def _run(
+        self,
+        method: ServiceMethod[R],
+        params: Mapping[str, Any],
+        checked: Collection[str] = frozenset(),
+    ) -> R:
+        call = build_service_call(method, params, self._pipeline.fetch, checked)
+        return cast("R", await self._request(call))
 
     @cached_property
     def with_raw_response(self) -> AsyncRawResponses:

@@ -12,10 +12,10 @@ from typing import Any, overload
 
 from typing_extensions import Unpack
 
-from aigateway.resources._base import keyword_signature, one_request
+from aigateway.resources._base import keyword_signature, one_request, with_request
 from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
 from aigateway.types.chat_params import RequestOptions
-from aigateway.types.requests import ImageGenerateRequest, request_params
+from aigateway.types.requests import ImageGenerateRequest
 from aigateway.types.service_params import (
     ImageGenerateInputs,
     ImageGenerateParams,
@@ -43,11 +43,11 @@ TRANSCRIBE = ServiceMethod(
 )
 
 
-def _image_params(args: tuple[Any, ...], params: dict[str, Any]) -> dict[str, Any]:
+def _image_params(
+    args: tuple[Any, ...], params: dict[str, Any]
+) -> tuple[dict[str, Any], frozenset[str]]:
     request = one_request(args, "images.generate")
-    if request is None:
-        return params
-    return request_params(request, ImageGenerateRequest, "images.generate", params)
+    return with_request(request, ImageGenerateRequest, "images.generate", params)
 
 
 class Images(ServiceResource):
@@ -64,7 +64,7 @@ class Images(ServiceResource):
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
         ``'<width>x<height>'``, checked before sending. Billed per image. An
         `ImageGenerateRequest` may be passed instead of the keywords."""
-        return self._run(IMAGE_GENERATE, _image_params(args, params))
+        return self._run(IMAGE_GENERATE, *_image_params(args, params))
 
     @keyword_signature(ImageParams)
     def create(self, **params: Unpack[ImageParams]) -> ImageResult:
@@ -86,7 +86,7 @@ class AsyncImages(AsyncServiceResource):
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
         ``'<width>x<height>'``, checked before sending. Billed per image. An
         `ImageGenerateRequest` may be passed instead of the keywords."""
-        return await self._run(IMAGE_GENERATE, _image_params(args, params))
+        return await self._run(IMAGE_GENERATE, *_image_params(args, params))
 
     @keyword_signature(ImageParams)
     async def create(self, **params: Unpack[ImageParams]) -> ImageResult:

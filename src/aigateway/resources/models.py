@@ -6,7 +6,7 @@ from functools import cached_property
 
 from typing_extensions import Unpack
 
-from aigateway._pipeline.flow import APICall
+from aigateway._call.call import APICall
 from aigateway.resources._base import (
     OPTION_KEYS,
     AsyncResource,

@@ -1,8 +1,9 @@
-"""One client's view of the shared state: the commands its flow yields and the sub-flows
-(budget around a call, idempotency key of an act) that `aigateway._pipeline.flow.Pipeline` runs.
+"""One client's view of the shared state in Redis: the request path's `SharedState`,
+implemented with the commands its flow yields and the sub-flows (budget around a call,
+idempotency key of an act) that `aigateway._pipeline.flow.Pipeline` runs.
 
 Nothing here does I/O: a `SharedCall` is performed by the driver (``perform`` blocking,
-``aperform`` awaited), like the other commands of ``_commands``.
+``aperform`` awaited), like the other commands of `aigateway._call.commands`.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from aigateway._pipeline.request import new_idempotency_key
 from aigateway.errors import APIError, BudgetExceededError
 
 if TYPE_CHECKING:
-    from aigateway._call.timeouts import Deadline
-    from aigateway._pipeline.flow import APICall, Pipeline
-    from aigateway._pipeline.ledger import CreditBudget, UsageLedger
-    from aigateway._pipeline.limits import RateLimit, RequestBudget
+    from aigateway._call.call import APICall
+    from aigateway._pipeline.credit_budget import CreditBudget
+    from aigateway._pipeline.flow import Pipeline
+    from aigateway._pipeline.ledger import UsageLedger
+    from aigateway._pipeline.limits import RateLimit, RateLimiter
     from aigateway.errors import RateLimitInfo
-    from aigateway.shared import RedisState
+    from aigateway.integrations.redis.state import RedisState
 
 __all__ = ["SharedBinding", "SharedCall", "usage_of"]
 
@@ -89,7 +91,8 @@ class _Local:
 
 
 class SharedBinding:
-    """A client's keys in the shared state and the commands its calls need."""
+    """A client's keys in the shared state and the commands its calls need (the request
+    path's `aigateway._pipeline.state.SharedState`)."""
 
     def __init__(
         self,
@@ -97,7 +100,7 @@ class SharedBinding:
         api_key: str,
         *,
         rate_limit: RateLimit | None,
-        limiter: RequestBudget | None,
+        limiter: RateLimiter | None,
     ) -> None:
         self.state = state
         self.prefix = state.prefix(api_key)
@@ -142,17 +145,25 @@ class SharedBinding:
             self.state, "RATE_OBSERVE", [f"{self.prefix}:rate"], args, before_send=False
         )
 
+    def for_key(self, api_key: str, limiter: RateLimiter | None) -> SharedBinding:
+        """The same shared state, for a client on ``api_key`` with ``limiter``."""
+        return SharedBinding(self.state, api_key, rate_limit=self.rate_limit, limiter=limiter)
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections to Redis (an `AsyncClient` closing)."""
+        await self.state._aclose()
+
     # A whole call
 
     def run(
         self,
         pipeline: Pipeline,
         call: APICall[Any],
-        fallbacks: Sequence[str] | None,
+        attempts: Callable[[APICall[Any]], Flow[Any]],
         budget: CreditBudget | None,
-        deadline: Deadline | None,
     ) -> Flow[Any]:
-        """A call under the shared budget, with a shared idempotency key when it is an act."""
+        """A call (``attempts(call)``: its attempts, with its fallback models if any) under
+        the shared budget, with a shared idempotency key when it is an act."""
         act = (
             call.side_effect
             and pipeline.config.auto_idempotency_keys
@@ -166,11 +177,7 @@ class SharedBinding:
                 self.state, "ACT_CLAIM", [act_key], [fresh, self._ttl], local=lambda: fresh
             )
             call = replace(call, options={**call.options, "idempotency_key": claimed})
-        if fallbacks:
-            flow = pipeline._fall_back(call, fallbacks, deadline)
-        else:
-            flow = pipeline._call(call, deadline)
-        result = yield from self.budgeted(budget, pipeline.state.ledger, flow)
+        result = yield from self.budgeted(budget, pipeline.state.ledger, attempts(call))
         tokens = _total_tokens(result)
         if tokens and self.limiter is not None:  # a reply's headers tell the tokens before it
             yield SharedCall(

@@ -1,10 +1,7 @@
-"""State shared by many processes on one API key, kept in Redis.
-
-``Client(..., shared_state=RedisState(url))`` makes the client-side rate limit
-(``wait_for_rate_limit=True`` or ``rate_limit=``), the credit budget (``max_credits=``,
-``with_budget``), the usage totals and automatic idempotency keys of actions one for every
-process using the same key, instead of one per process. Needs the ``redis`` extra
-(``python -m pip install -e '.[redis]'`` in a checkout).
+"""`RedisState`: where clients on many processes keep what they share, a Redis server; its
+connections (sync, and one per event loop), its scripts, and what happens when Redis cannot
+be reached. Users import it from `aigateway.shared`; a client's view of it is
+`aigateway.integrations.redis.binding.SharedBinding`.
 """
 
 from __future__ import annotations

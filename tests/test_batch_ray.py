@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 import aigateway
+import aigateway.helpers.ray
 from aigateway.errors import InvalidRequestError, NotFoundError
-from aigateway.helpers.ray import _Fault, _run_on_ray, run_batch_on_ray
+from aigateway.helpers.ray import _Fault, run_batch_on_ray
 from aigateway.testing import MockGateway
 
 from ._integrations import import_integration
@@ -157,7 +158,9 @@ def test_a_checkpoint_resumes_without_sending_an_item_twice(
     )
 
 
-def test_dying_workers_lose_and_double_nothing(local_ray: None, tmp_path: Path) -> None:
+def test_dying_workers_lose_and_double_nothing(
+    local_ray: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The actor sending q2 exits before sending it, the one sending q5 after its reply came:
     Ray restarts them and runs their shares again. q5's request went out twice, but its
     idempotency key (fixed for the whole batch) makes the gateway replay the reply: every
@@ -166,14 +169,15 @@ def test_dying_workers_lose_and_double_nothing(local_ray: None, tmp_path: Path) 
     before, after = tmp_path / "died-before", tmp_path / "died-after"
     path = tmp_path / "batch.jsonl"
     gateway = MockGateway(seed=SEED, rate_limits="unlimited", credits=100)
+    faults = (_Fault("q2", str(before), "before"), _Fault("q5", str(after), "after"))
+    monkeypatch.setattr(aigateway.helpers.ray, "_FAULTS", faults)
     with gateway.serve() as url:
-        results = _run_on_ray(
+        results = run_batch_on_ray(
             items,
             client_options={"api_key": gateway.api_key, "base_url": url},
             batch_size=2,
             checkpoint=path,
             progress=False,
-            faults=(_Fault("q2", str(before), "before"), _Fault("q5", str(after), "after")),
         )
 
     assert before.exists()  # both workers did die

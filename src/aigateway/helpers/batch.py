@@ -23,7 +23,7 @@ import inspect
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from os import PathLike
@@ -271,6 +271,24 @@ class _Pause:
         with self._lock:
             return max(0.0, self.resume_at - self.clock()), self.epoch
 
+    def waits(self) -> _PauseWaits:
+        """The sleeps that wait the current pause out, for a worker about to send."""
+        return _PauseWaits(self)
+
+
+class _PauseWaits:
+    """Iterate to get each sleep (in seconds) that waits the pause out, none when there is no
+    pause; then ``epoch`` is the one the request goes out in. The drivers only sleep."""
+
+    def __init__(self, pause: _Pause) -> None:
+        self._pause = pause
+        self.left, self.epoch = pause.remaining()
+
+    def __iter__(self) -> Iterator[float]:
+        while self.left > 0:
+            yield self.left
+            self.left, self.epoch = self._pause.after(self.epoch)
+
 
 class _BatchRun:
     """A batch's state, shared by every driver: items, results, checkpoint, bar, credits.
@@ -281,7 +299,6 @@ class _BatchRun:
         self,
         balance: float | None,
         items: Iterable[Any],
-        *,
         kind: BatchKind,
         call: Callable[[Any, Any], Any] | None,
         checkpoint: str | PathLike[str] | None,
@@ -343,6 +360,22 @@ class _BatchRun:
         if succeeded == paused_at:
             return None
         return succeeded
+
+    def call_item(self, client: Any, item: _Item) -> Any:
+        """Send ``item`` with ``client`` (an item refused up front raises its error instead)."""
+        if item.problem is not None:
+            raise item.problem
+        return self.call(client, item.payload)
+
+    def settle(
+        self, item: _Item, value: Any, error: Exception | None, epoch: int, paused_at: int
+    ) -> int | None:
+        """After a try of ``item`` sent in ``epoch``: None once its outcome is recorded, else
+        (it goes again after a rate limit) the ``paused_at`` of its next try."""
+        if error is not None and (tried := self.next_try(error, epoch, paused_at)) is not None:
+            return tried
+        self.finish(item, value, error)
+        return None
 
     def finish(self, item: _Item, value: Any, error: BaseException | None) -> None:
         """Record an item's outcome: results, checkpoint line, credits, bar."""
@@ -406,37 +439,23 @@ def run_batch(
     """
     check_client_kind(client, "run_batch", asynchronous=False, call=call)
     batch = _BatchRun(
-        client.remaining_credits,
-        items,
-        kind=kind,
-        call=call,
-        checkpoint=checkpoint,
-        progress=progress,
-        concurrency=concurrency,
-        clock=clock,
+        client.remaining_credits, items, kind, call, checkpoint, progress, concurrency, clock
     )
     gate = threading.Lock()
 
     def send(item: _Item) -> None:
-        paused_at = -1
-        while True:
+        paused_at: int | None = -1
+        while paused_at is not None:
             with gate:  # one worker sleeps a pause out; the others then find it over
-                pause_left, epoch = batch.pause.remaining()
-                while pause_left > 0:
-                    sleep(pause_left)
-                    pause_left, epoch = batch.pause.after(epoch)
+                waits = batch.pause.waits()
+                for seconds in waits:
+                    sleep(seconds)
+            value, error = None, None
             try:
-                if item.problem is not None:
-                    raise item.problem
-                value = batch.call(client, item.payload)
+                value = batch.call_item(client, item)
             except Exception as exc:
-                if (tried := batch.next_try(exc, epoch, paused_at)) is None:
-                    batch.finish(item, None, exc)
-                    return
-                paused_at = tried
-            else:
-                batch.finish(item, value, None)
-                return
+                error = exc
+            paused_at = batch.settle(item, value, error, waits.epoch, paused_at)
 
     executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="aigateway-batch")
     try:
@@ -478,41 +497,26 @@ async def arun_batch(
 
     check_client_kind(client, "arun_batch", asynchronous=True)
     batch = _BatchRun(
-        client.remaining_credits,
-        items,
-        kind=kind,
-        call=call,
-        checkpoint=checkpoint,
-        progress=progress,
-        concurrency=concurrency,
-        clock=clock,
+        client.remaining_credits, items, kind, call, checkpoint, progress, concurrency, clock
     )
     gate = anyio.Lock()
     limiter = anyio.CapacityLimiter(concurrency)
 
     async def send(item: _Item) -> None:
         async with limiter:
-            paused_at = -1
-            while True:
+            paused_at: int | None = -1
+            while paused_at is not None:
                 async with gate:
-                    pause_left, epoch = batch.pause.remaining()
-                    while pause_left > 0:
-                        await sleep(pause_left)
-                        pause_left, epoch = batch.pause.after(epoch)
+                    waits = batch.pause.waits()
+                    for seconds in waits:
+                        await sleep(seconds)
+                value, error = None, None
                 try:
-                    if item.problem is not None:
-                        raise item.problem
-                    value = batch.call(client, item.payload)
-                    if inspect.isawaitable(value):
-                        value = await value
+                    reply = batch.call_item(client, item)
+                    value = await reply if inspect.isawaitable(reply) else reply
                 except Exception as exc:
-                    if (tried := batch.next_try(exc, epoch, paused_at)) is None:
-                        batch.finish(item, None, exc)
-                        return
-                    paused_at = tried
-                else:
-                    batch.finish(item, value, None)
-                    return
+                    error = exc
+                paused_at = batch.settle(item, value, error, waits.epoch, paused_at)
 
     try:
         async with anyio.create_task_group() as group:

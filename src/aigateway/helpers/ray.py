@@ -58,15 +58,45 @@ def run_batch_on_ray(
     on the driver: the checkpoint file is written as outcomes arrive, and a rerun skips what it
     holds. Needs the ``ray`` extra and a Ray started with ``ray.init()`` (or started for you).
     """
-    return _run_on_ray(
-        requests,
-        client_options=client_options,
-        concurrency=concurrency,
-        batch_size=batch_size,
+    options = _check_options(client_options, concurrency, batch_size)
+    ray_data: Any = require("ray.data", "ray", "a batch on Ray")  # Ray's typing is partial
+    batch = _BatchRun(
+        None,
+        _as_items(requests),
         kind=kind,
+        call=None,
         checkpoint=checkpoint,
         progress=progress,
+        concurrency=concurrency,
+        clock=lambda: 0.0,
     )
+    try:
+        token = uuid.uuid4().hex  # one per call: an item sent again keeps its key
+        rows = []
+        for item in batch.pending:
+            if item.problem is not None:
+                batch.finish(item, None, item.problem)
+                continue
+            payload = dict(item.payload)
+            payload.setdefault("idempotency_key", f"batch-{token}-{item.index}")
+            rows.append({"index": item.index, "item": pickle.dumps((item.key, payload))})
+        if rows:
+            outcomes = ray_data.from_items(rows).map_batches(
+                _Worker,
+                fn_constructor_kwargs={"client_options": options, "kind": kind, "faults": _FAULTS},
+                compute=ray_data.ActorPoolStrategy(size=concurrency),
+                batch_size=batch_size,
+                batch_format="numpy",
+            )  # Ray Data restarts a dead actor and runs its unfinished share again
+            for row in outcomes.iter_rows():
+                index = int(row["index"])
+                if batch.results[index] is not None:
+                    continue  # already in: an outcome is recorded once
+                value, error = _unpack(bytes(row["outcome"]))
+                batch.finish(batch.items[index], value, error)
+    finally:
+        batch.close()
+    return batch.outcome()
 
 
 @dataclass(frozen=True)
@@ -86,6 +116,10 @@ class _Fault:
         except FileExistsError:
             return
         os._exit(1)
+
+
+_FAULTS: tuple[_Fault, ...] = ()
+"""Tests only: the faults the workers of the next batch act out."""
 
 
 def _check_options(
@@ -218,56 +252,3 @@ class _Worker:
         client = getattr(self, "client", None)
         if client is not None:
             client.close()
-
-
-def _run_on_ray(
-    requests: Any,
-    *,
-    client_options: Mapping[str, Any],
-    concurrency: int = 2,
-    batch_size: int = 4,
-    kind: BatchKind = "chat",
-    checkpoint: str | PathLike[str] | None = None,
-    progress: bool | ProgressBar | None = None,
-    faults: tuple[_Fault, ...] = (),
-) -> BatchResult:
-    """`run_batch_on_ray`, with a test hook: each of ``faults`` kills a worker once."""
-    options = _check_options(client_options, concurrency, batch_size)
-    ray_data: Any = require("ray.data", "ray", "a batch on Ray")  # Ray's typing is partial
-    batch = _BatchRun(
-        None,
-        _as_items(requests),
-        kind=kind,
-        call=None,
-        checkpoint=checkpoint,
-        progress=progress,
-        concurrency=concurrency,
-        clock=lambda: 0.0,
-    )
-    try:
-        token = uuid.uuid4().hex  # one per call: an item sent again keeps its key
-        rows = []
-        for item in batch.pending:
-            if item.problem is not None:
-                batch.finish(item, None, item.problem)
-                continue
-            payload = dict(item.payload)
-            payload.setdefault("idempotency_key", f"batch-{token}-{item.index}")
-            rows.append({"index": item.index, "item": pickle.dumps((item.key, payload))})
-        if rows:
-            outcomes = ray_data.from_items(rows).map_batches(
-                _Worker,
-                fn_constructor_kwargs={"client_options": options, "kind": kind, "faults": faults},
-                compute=ray_data.ActorPoolStrategy(size=concurrency),
-                batch_size=batch_size,
-                batch_format="numpy",
-            )  # Ray Data restarts a dead actor and runs its unfinished share again
-            for row in outcomes.iter_rows():
-                index = int(row["index"])
-                if batch.results[index] is not None:
-                    continue  # already in: an outcome is recorded once
-                value, error = _unpack(bytes(row["outcome"]))
-                batch.finish(batch.items[index], value, error)
-    finally:
-        batch.close()
-    return batch.outcome()

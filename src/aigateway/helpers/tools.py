@@ -21,6 +21,7 @@ from typing_extensions import ParamSpec
 from aigateway.errors import InvalidRequestError, Violation
 from aigateway.helpers._client_kind import check_client_kind
 from aigateway.helpers._runner import (
+    Flow,
     MaxRoundsExceededError,
     ToolRunResult,
     drive_async,
@@ -256,7 +257,15 @@ def _toolbox(tools: Sequence[Any], functions: Sequence[Any]) -> tuple[list[Tool[
     return toolbox, field
 
 
-def _check_loop(max_rounds: object, params: dict[str, Any]) -> None:
+def _rounds(
+    model: str,
+    messages: Sequence[Any],
+    tools: Sequence[Any],
+    functions: Sequence[Any],
+    max_rounds: int,
+    params: dict[str, Any],
+) -> Flow:
+    """The tool loop (`run_rounds`) of ``run_tools``' arguments, checked before any call."""
     problems = [
         Violation(key, params[key], "the runner makes its own calls; leave it out")
         for key in ("stream", "messages", "model")
@@ -266,6 +275,8 @@ def _check_loop(max_rounds: object, params: dict[str, Any]) -> None:
         problems.append(Violation("max_rounds", max_rounds, "an integer of 1 or more"))
     if problems:
         raise InvalidRequestError(problems)
+    toolbox, field = _toolbox(tools, functions)
+    return run_rounds(toolbox, field, model, messages, max_rounds, params)
 
 
 def run_tools(
@@ -288,9 +299,7 @@ def run_tools(
     `MaxRoundsExceededError` carrying the conversation.
     """
     check_client_kind(client, "run_tools", asynchronous=False)
-    _check_loop(max_rounds, params)
-    toolbox, field = _toolbox(tools, functions)
-    flow = run_rounds(toolbox, field, model, messages, max_rounds, params)
+    flow = _rounds(model, messages, tools, functions, max_rounds, params)
     return drive_sync(flow, client.chat.completions.create)
 
 
@@ -307,7 +316,5 @@ async def arun_tools(
     """`run_tools` on an `AsyncClient`: the tool calls of one reply run concurrently
     (sync tools in worker threads)."""
     check_client_kind(client, "arun_tools", asynchronous=True)
-    _check_loop(max_rounds, params)
-    toolbox, field = _toolbox(tools, functions)
-    flow = run_rounds(toolbox, field, model, messages, max_rounds, params)
+    flow = _rounds(model, messages, tools, functions, max_rounds, params)
     return await drive_async(flow, client.chat.completions.create)

@@ -65,20 +65,11 @@ def discovery_call(
     return APICall("GET", url, parse=file.parse, options={**options, "extra_headers": headers})
 
 
-def _not_found(error: NotFoundError, url: str) -> NotFoundError:
-    """The 404 of a discovery file, naming the file (the gateway's own message is often a
+def _name_the_file(error: NotFoundError, url: str) -> None:
+    """Make the 404 of a discovery file name the file (the gateway's own message is often a
     generic page)."""
-    named = NotFoundError(
-        f"the gateway does not publish {url}: {error.message}",
-        response=error.response,
-        body=error.body,
-        error_type=error.error_type,
-        code=error.code,
-        param=error.param,
-        attempts=error.attempts,
-    )
-    named.retry_after = error.retry_after
-    return named
+    error.message = f"the gateway does not publish {url}: {error.message}"
+    error.args = (error.message,)
 
 
 class Discovery(SyncResource):
@@ -110,7 +101,8 @@ class Discovery(SyncResource):
         try:
             result: T = self._request(call)
         except NotFoundError as error:
-            raise _not_found(error, call.path) from None
+            _name_the_file(error, call.path)
+            raise
         return result
 
 
@@ -143,5 +135,6 @@ class AsyncDiscovery(AsyncResource):
         try:
             result: T = await self._request(call)
         except NotFoundError as error:
-            raise _not_found(error, call.path) from None
+            _name_the_file(error, call.path)
+            raise
         return result

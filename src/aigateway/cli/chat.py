@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from aigateway.cli import DEFAULT_MODEL, UsageError
@@ -163,35 +164,26 @@ def _line_reader(stdin: TextIO, out: TextIO, err: TextIO) -> Callable[[], str]:
     return from_a_terminal
 
 
+@dataclass(eq=False)
 class ChatSession:
     """A conversation with the gateway: each turn (`ask`) sends the whole conversation,
     prints the reply and keeps both, then saves the conversation (unless ``store`` is None).
     With ``show_usage``, each reply's tokens and credits follow on ``err``."""
 
-    def __init__(
-        self,
-        client: Client,
-        conversation: Conversation,
-        *,
-        store: ConversationStore | None,
-        settings: dict[str, Any],
-        stream: bool,
-        as_json: bool,
-        show_usage: bool,
-        out: TextIO,
-        err: TextIO,
-    ) -> None:
-        self.client = client
-        self.conversation = conversation
-        self.store = store
-        self.settings = settings
-        self.stream = stream
-        self.as_json = as_json
-        self.show_usage = show_usage
-        self.out = out
-        self.err = err
-        self._printed: list[str] = []  # the reply's text printed so far
-        self._pricing: dict[str, object] = {}  # model id -> its listed prices (or None)
+    client: Client
+    conversation: Conversation
+    _: KW_ONLY
+    store: ConversationStore | None
+    settings: dict[str, Any]
+    stream: bool
+    as_json: bool
+    show_usage: bool
+    out: TextIO
+    err: TextIO
+    _printed: list[str] = field(default_factory=list, init=False, repr=False)
+    """The reply's text printed so far."""
+    _pricing: dict[str, object] = field(default_factory=dict, init=False, repr=False)
+    """Model id -> its listed prices (or None)."""
 
     def ask(self, prompt: str) -> None:
         """One turn. Interrupted (Ctrl-C) while the reply streams, the text printed so far is

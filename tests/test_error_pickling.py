@@ -19,11 +19,14 @@ from aigateway.errors import (
     APIStatusError,
     IncompleteStreamError,
     InvalidRequestError,
+    MaxRoundsExceededError,
     RateLimitError,
     RateLimitInfo,
+    RecordedError,
     ResponseTooLargeError,
     Violation,
 )
+from aigateway.types import ChatCompletion
 
 KEY = "sk-live-PICKLE-5ecret"
 URL = "http://gateway.test/v1/chat/completions"
@@ -69,6 +72,11 @@ def build(cls: type[BaseException]) -> BaseException:
         return cls("refused", request=request)
     if issubclass(cls, InvalidRequestError):
         return cls([Violation("temperature", 9, "at most 2"), Violation("n", 0, "at least 1")])
+    if issubclass(cls, MaxRoundsExceededError):
+        completion = ChatCompletion.model_validate({"id": "c1", "model": "m", "choices": []})
+        return cls(3, completion, [{"role": "user", "content": "hi"}])
+    if issubclass(cls, RecordedError):
+        return cls("NotFoundError", "no such model", 404)
     return cls("something")
 
 

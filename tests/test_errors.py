@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -22,11 +23,14 @@ from aigateway import (
     InsufficientCreditsError,
     InternalServerError,
     NotFoundError,
+    PermissionDeniedError,
     RateLimitError,
     ServiceUnavailableError,
+    UnprocessableEntityError,
 )
+from aigateway.testing import MockGateway, Quota
 
-from .conftest import API_KEY, BASE_URL, resolve
+from .conftest import API_KEY, BASE_URL, in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 USER = [{"role": "user", "content": "Hello"}]
@@ -51,7 +55,9 @@ def gateway() -> Any:
         (402, error_body("insufficient_credits", "insufficient_credits"), InsufficientCreditsError),
         (402, error_body("insufficient_balance", "insufficient_balance"), InsufficientCreditsError),
         (429, error_body("insufficient_quota", "insufficient_quota"), InsufficientCreditsError),
+        (403, error_body("model_not_allowed", "permission_error"), PermissionDeniedError),
         (404, error_body("model_not_found", "not_found_error"), NotFoundError),
+        (422, error_body("unprocessable", "invalid_request_error"), UnprocessableEntityError),
         (429, error_body("rate_limit_exceeded", "rate_limit_error"), RateLimitError),
         (500, error_body("server_error", "server_error"), InternalServerError),
         (502, error_body("bad_gateway", "server_error"), InternalServerError),
@@ -226,3 +232,73 @@ def test_every_error_is_an_aigateway_error() -> None:
         obj = getattr(aigateway.errors, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert issubclass(obj, aigateway.AIGatewayError), name
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_mocks_quota_refusal_is_a_permission_denied_error(kind: str) -> None:
+    gateway = MockGateway(quota=Quota(storage_bytes=10), rate_limits="unlimited")
+    inputs = {"operation": "put", "key": "a", "data": "data:text/plain;base64,eHh4eHh4eHh4eHh4"}
+    async with in_process_client(kind, gateway, max_retries=0) as client:
+        with pytest.raises(PermissionDeniedError) as caught:
+            await resolve(client.run.create("s3/storage", inputs))
+    error = caught.value
+    assert isinstance(error, APIStatusError)
+    assert error.status_code == 403
+    assert error.code == "quota_exceeded"
+    assert error.error_body is not None
+    assert "storage_bytes is 10" in error.error_body.error.message
+    assert error.request_id is not None
+    assert error.request_id.startswith("req_")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_422_from_the_mock_is_an_unprocessable_entity_error(kind: str) -> None:
+    gateway = MockGateway()
+    gateway.faults.fail(422, code="unprocessable_input", message="cannot process this")
+    async with in_process_client(kind, gateway, max_retries=0) as client:
+        with pytest.raises(UnprocessableEntityError) as caught:
+            await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=USER))
+    error = caught.value
+    assert error.status_code == 422
+    assert error.code == "unprocessable_input"
+    assert isinstance(error.body, dict)
+    assert error.body["error"]["message"] == "cannot process this"
+    assert error.request_id is not None
+    assert error.attempts == 1  # a 422 is not retried
+
+
+def drawn_tree() -> dict[str, str | None]:
+    """The class tree drawn in aigateway/errors.py's docstring: each class -> its parent."""
+    doc = aigateway.errors.__doc__ or ""
+    drawing = doc.split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    parents: dict[str, str | None] = {}
+    path: list[str] = []  # the drawn ancestors of the line being read
+    for line in drawing.splitlines():
+        found = re.match(r"    ((?:[│ ]   |[├└]── )*)(\w+)", line)
+        assert found, f"not a line of the tree: {line!r}"
+        depth = len(found.group(1)) // 4
+        del path[depth:]
+        parents[found.group(2)] = path[-1] if path else None
+        path.append(found.group(2))
+    return parents
+
+
+def test_the_tree_drawn_in_the_errors_docstring_is_the_class_tree() -> None:
+    """Every exception class of `aigateway.errors` is drawn once, under its first base."""
+    drawn = drawn_tree()
+    classes = {
+        name: obj
+        for name, obj in vars(aigateway.errors).items()
+        if isinstance(obj, type) and issubclass(obj, Exception)
+    }
+    assert sorted(drawn) == sorted(classes)
+    for name, parent in drawn.items():
+        real = classes[name].__bases__[0]
+        assert parent == (None if real is Exception else real.__name__), name
+
+
+def test_every_error_class_is_exported_by_the_errors_module() -> None:
+    exported = set(aigateway.errors.__all__)
+    for name, obj in vars(aigateway.errors).items():
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert name in exported, name

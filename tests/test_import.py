@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
+import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +64,48 @@ def test_lazy_names_resolve() -> None:
         "AsyncStream",
         "RunResult",
     }
+
+
+def checked_imports(package: Path) -> dict[str, str]:
+    """What a package's ``if TYPE_CHECKING:`` block imports: name -> module (``X as X``)."""
+    tree = ast.parse(package.read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    found: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name}: import it as itself (X as X)"
+            found[alias.name] = f"{node.module}"
+    return found
+
+
+def public_table(package: str) -> dict[str, str]:
+    """A lazy package's one list of names: name -> the (absolute) module defining it."""
+    if package == "aigateway":
+        from aigateway._exports import EXPORTS
+
+        return EXPORTS
+    table: dict[str, str] = importlib.import_module(package)._LAZY
+    return {name: importlib.util.resolve_name(module, package) for name, module in table.items()}
+
+
+@pytest.mark.parametrize("package", ["aigateway", "aigateway.types"])
+def test_the_public_names_are_one_list(package: str) -> None:
+    """Each lazy package's table is its one list of names: ``__all__`` is its names, each
+    loads from the module that defines it, and the imports type checkers see are the same."""
+    module = importlib.import_module(package)
+    table = public_table(package)
+    assert [name for name in module.__all__ if name != "__version__"] == list(table)
+    assert checked_imports(Path(str(module.__file__))) == table
+    for name, home in table.items():
+        value = getattr(importlib.import_module(home), name)
+        if inspect.isclass(value) or inspect.isfunction(value):  # not a type alias
+            assert value.__module__ == home, f"{name} is defined in {value.__module__}"
+        assert getattr(module, name) is value
 
 
 def test_from_aigateway_import_client_loads_no_pydantic() -> None:

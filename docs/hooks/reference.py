@@ -17,9 +17,10 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+HOOKS = Path(__file__).resolve().parent
+sys.path[:0] = [str(HOOKS), str(HOOKS.parents[1] / "src")]  # reference_data, then aigateway
 
-from aigateway._reference import (
+from reference_data import (  # noqa: E402
     ErrorNode,
     client_resources,
     error_tree,

@@ -1,8 +1,9 @@
 """The parameters of a method and the error tree, as plain rows for the API reference.
 
-The docs' build hook renders these as tables, so the reference follows the TypedDicts (the one
-definition of every keyword, its limits and its docs) and the exception classes by itself.
-Nothing here is used at run time.
+The docs' build hook (reference.py, beside this file) renders these as tables, so the
+reference follows the TypedDicts (the one definition of every keyword, its limits and its
+docs) and the exception classes by itself. It reads the installed package and is not part of
+it: only the docs build and tests/test_reference.py use it.
 """
 
 from __future__ import annotations
@@ -267,7 +268,6 @@ def _metadata_limits(base: Any, metadata: list[Any]) -> list[str]:
 def error_tree(root: type[BaseException] | None = None) -> ErrorNode:
     """The exception classes of `aigateway.errors` under ``root`` (`AIGatewayError`)."""
     from aigateway import errors
-    from aigateway.helpers import batch, tools  # noqa: F401  (their errors subclass AIGatewayError)
 
     root = root or errors.AIGatewayError
     children = sorted(

@@ -8,223 +8,99 @@
         )
         print(reply.text)
 
-Import stays cheap: every public name loads on first use (``_LAZY`` says from which module),
-so ``import aigateway`` (and the ``aigateway`` command's ``--help``) loads neither httpx nor
-pydantic; the mock gateway (`aigateway.testing`) and the optional extras load only when
-imported.
+The public names are listed once, in `aigateway._exports`, each with the module defining it:
+``__all__`` is that list, and a name is imported on first use, so ``import aigateway`` (and the
+``aigateway`` command's ``--help``) loads neither httpx nor pydantic; the mock gateway
+(`aigateway.testing`) and the optional extras load only when imported. The imports under
+``TYPE_CHECKING`` show the same names to type checkers (``X as X`` re-exports them); a test
+checks that they match the list.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aigateway._exports import EXPORTS
 from aigateway._lazy import lazy_names
 from aigateway._version import __version__
 
 if TYPE_CHECKING:
-    from aigateway._call.settings import Secret
-    from aigateway._client.clients import AsyncClient, Client
-    from aigateway._pipeline.flow import RawResponse
-    from aigateway._pipeline.ledger import ModelUsage, UsageLedger
-    from aigateway._pipeline.limits import RateLimit
-    from aigateway._pipeline.request import new_idempotency_key
-    from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
-    from aigateway._pipeline.retry import RetryPolicy
+    from aigateway._call.settings import Secret as Secret
+    from aigateway._client.clients import AsyncClient as AsyncClient
+    from aigateway._client.clients import Client as Client
+    from aigateway._pipeline.ledger import ModelUsage as ModelUsage
+    from aigateway._pipeline.ledger import UsageLedger as UsageLedger
+    from aigateway._pipeline.limits import RateLimit as RateLimit
+    from aigateway._pipeline.request import new_idempotency_key as new_idempotency_key
+    from aigateway._pipeline.response import AsyncStreamedResponse as AsyncStreamedResponse
+    from aigateway._pipeline.response import RawResponse as RawResponse
+    from aigateway._pipeline.response import StreamedResponse as StreamedResponse
+    from aigateway._pipeline.retry import RetryPolicy as RetryPolicy
     from aigateway._streams.chat_stream import (
-        AsyncChatCompletionStream,
-        ChatCompletionAccumulator,
-        ChatCompletionStream,
-        accumulate,
+        AsyncChatCompletionStream as AsyncChatCompletionStream,
     )
-    from aigateway._streams.streams import AsyncStream, Stream
-    from aigateway._streams.websocket import AsyncChatSocket, ChatSocket
-    from aigateway.errors import (
-        AIGatewayError,
-        APIConnectionError,
-        APIError,
-        APIResponseValidationError,
-        APIStatusError,
-        APITimeoutError,
-        AuthenticationError,
-        BadRequestError,
-        BudgetExceededError,
-        ConfigurationError,
-        ConflictError,
-        IncompleteStreamError,
-        InsecureBaseURLWarning,
-        InsufficientCreditsError,
-        InternalServerError,
-        InvalidRequestError,
-        LengthFinishReasonError,
-        LowBalanceWarning,
-        NotFoundError,
-        RateLimitError,
-        RateLimitInfo,
-        ResponseTooLargeError,
-        ServiceUnavailableError,
-        SharedStateError,
-        SharedStateWarning,
-        StreamConnectionError,
-        StreamTimeoutError,
-        StructuredOutputError,
+    from aigateway._streams.chat_stream import (
+        ChatCompletionAccumulator as ChatCompletionAccumulator,
     )
-    from aigateway.helpers.batch import BatchResult, ItemResult, arun_batch, run_batch
-    from aigateway.helpers.structured import pydantic_function_tool
-    from aigateway.helpers.tools import (
-        MaxRoundsExceededError,
-        Tool,
-        ToolRunResult,
-        arun_tools,
-        run_tools,
-        tool,
-    )
-    from aigateway.types import ChatCompletion, ChatCompletionChunk, Message, Model, ModelList
-    from aigateway.types.chat import ParsedChatCompletion
-    from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
-    from aigateway.types.services import RunResult
+    from aigateway._streams.chat_stream import ChatCompletionStream as ChatCompletionStream
+    from aigateway._streams.chat_stream import accumulate as accumulate
+    from aigateway._streams.streams import AsyncStream as AsyncStream
+    from aigateway._streams.streams import Stream as Stream
+    from aigateway._streams.websocket import AsyncChatSocket as AsyncChatSocket
+    from aigateway._streams.websocket import ChatSocket as ChatSocket
+    from aigateway.errors import AIGatewayError as AIGatewayError
+    from aigateway.errors import APIConnectionError as APIConnectionError
+    from aigateway.errors import APIError as APIError
+    from aigateway.errors import APIResponseValidationError as APIResponseValidationError
+    from aigateway.errors import APIStatusError as APIStatusError
+    from aigateway.errors import APITimeoutError as APITimeoutError
+    from aigateway.errors import AuthenticationError as AuthenticationError
+    from aigateway.errors import BadRequestError as BadRequestError
+    from aigateway.errors import BudgetExceededError as BudgetExceededError
+    from aigateway.errors import ConfigurationError as ConfigurationError
+    from aigateway.errors import ConflictError as ConflictError
+    from aigateway.errors import IncompleteStreamError as IncompleteStreamError
+    from aigateway.errors import InsecureBaseURLWarning as InsecureBaseURLWarning
+    from aigateway.errors import InsufficientCreditsError as InsufficientCreditsError
+    from aigateway.errors import InternalServerError as InternalServerError
+    from aigateway.errors import InvalidRequestError as InvalidRequestError
+    from aigateway.errors import LengthFinishReasonError as LengthFinishReasonError
+    from aigateway.errors import LowBalanceWarning as LowBalanceWarning
+    from aigateway.errors import MaxRoundsExceededError as MaxRoundsExceededError
+    from aigateway.errors import NotFoundError as NotFoundError
+    from aigateway.errors import PermissionDeniedError as PermissionDeniedError
+    from aigateway.errors import RateLimitError as RateLimitError
+    from aigateway.errors import ResponseTooLargeError as ResponseTooLargeError
+    from aigateway.errors import ServiceUnavailableError as ServiceUnavailableError
+    from aigateway.errors import SharedStateError as SharedStateError
+    from aigateway.errors import SharedStateWarning as SharedStateWarning
+    from aigateway.errors import StreamConnectionError as StreamConnectionError
+    from aigateway.errors import StreamTimeoutError as StreamTimeoutError
+    from aigateway.errors import StructuredOutputError as StructuredOutputError
+    from aigateway.errors import UnprocessableEntityError as UnprocessableEntityError
+    from aigateway.helpers._runner import ToolRunResult as ToolRunResult
+    from aigateway.helpers.batch import BatchResult as BatchResult
+    from aigateway.helpers.batch import ItemResult as ItemResult
+    from aigateway.helpers.batch import arun_batch as arun_batch
+    from aigateway.helpers.batch import run_batch as run_batch
+    from aigateway.helpers.tools import Tool as Tool
+    from aigateway.helpers.tools import arun_tools as arun_tools
+    from aigateway.helpers.tools import run_tools as run_tools
+    from aigateway.helpers.tools import tool as tool
+    from aigateway.resources._base import Opening as Opening
+    from aigateway.resources._structured import pydantic_function_tool as pydantic_function_tool
+    from aigateway.types.chat import ChatCompletion as ChatCompletion
+    from aigateway.types.chat import ChatCompletionChunk as ChatCompletionChunk
+    from aigateway.types.chat import Message as Message
+    from aigateway.types.chat import ParsedChatCompletion as ParsedChatCompletion
+    from aigateway.types.fallbacks import FailedAttempt as FailedAttempt
+    from aigateway.types.fallbacks import FallbackInfo as FallbackInfo
+    from aigateway.types.models import Model as Model
+    from aigateway.types.models import ModelList as ModelList
+    from aigateway.types.rate_limits import RateLimitInfo as RateLimitInfo
+    from aigateway.types.services import RunResult as RunResult
 
-_LAZY = {
-    "AsyncClient": "aigateway._client.clients",
-    "Client": "aigateway._client.clients",
-    "Secret": "aigateway._call.settings",
-    "RawResponse": "aigateway._pipeline.flow",
-    "new_idempotency_key": "aigateway._pipeline.request",
-    "FailedAttempt": "aigateway.types.fallbacks",
-    "FallbackInfo": "aigateway.types.fallbacks",
-    "ModelUsage": "aigateway._pipeline.ledger",
-    "UsageLedger": "aigateway._pipeline.ledger",
-    "RetryPolicy": "aigateway._pipeline.retry",
-    "AIGatewayError": "aigateway.errors",
-    "APIConnectionError": "aigateway.errors",
-    "APIError": "aigateway.errors",
-    "APIResponseValidationError": "aigateway.errors",
-    "APIStatusError": "aigateway.errors",
-    "APITimeoutError": "aigateway.errors",
-    "AuthenticationError": "aigateway.errors",
-    "BadRequestError": "aigateway.errors",
-    "BudgetExceededError": "aigateway.errors",
-    "ConfigurationError": "aigateway.errors",
-    "ConflictError": "aigateway.errors",
-    "IncompleteStreamError": "aigateway.errors",
-    "InsecureBaseURLWarning": "aigateway.errors",
-    "InsufficientCreditsError": "aigateway.errors",
-    "InternalServerError": "aigateway.errors",
-    "InvalidRequestError": "aigateway.errors",
-    "LengthFinishReasonError": "aigateway.errors",
-    "LowBalanceWarning": "aigateway.errors",
-    "NotFoundError": "aigateway.errors",
-    "RateLimitError": "aigateway.errors",
-    "RateLimitInfo": "aigateway.errors",
-    "ResponseTooLargeError": "aigateway.errors",
-    "ServiceUnavailableError": "aigateway.errors",
-    "SharedStateError": "aigateway.errors",
-    "SharedStateWarning": "aigateway.errors",
-    "RateLimit": "aigateway._pipeline.limits",
-    "StreamConnectionError": "aigateway.errors",
-    "StreamTimeoutError": "aigateway.errors",
-    "StructuredOutputError": "aigateway.errors",
-    "Stream": "aigateway._streams.streams",
-    "StreamedResponse": "aigateway._pipeline.response",
-    "AsyncStreamedResponse": "aigateway._pipeline.response",
-    "AsyncStream": "aigateway._streams.streams",
-    "ChatCompletionAccumulator": "aigateway._streams.chat_stream",
-    "ChatCompletionStream": "aigateway._streams.chat_stream",
-    "AsyncChatCompletionStream": "aigateway._streams.chat_stream",
-    "accumulate": "aigateway._streams.chat_stream",
-    "ChatSocket": "aigateway._streams.websocket",
-    "AsyncChatSocket": "aigateway._streams.websocket",
-    "ChatCompletion": "aigateway.types",
-    "ChatCompletionChunk": "aigateway.types",
-    "Message": "aigateway.types",
-    "Model": "aigateway.types",
-    "ModelList": "aigateway.types",
-    "RunResult": ".types.services",
-    "MaxRoundsExceededError": ".helpers.tools",
-    "Tool": ".helpers.tools",
-    "ToolRunResult": ".helpers.tools",
-    "arun_tools": ".helpers.tools",
-    "run_tools": ".helpers.tools",
-    "tool": ".helpers.tools",
-    "ParsedChatCompletion": ".types.chat",
-    "pydantic_function_tool": ".helpers.structured",
-    "run_batch": ".helpers.batch",
-    "arun_batch": ".helpers.batch",
-    "BatchResult": ".helpers.batch",
-    "ItemResult": ".helpers.batch",
-}
+__all__ = ["__version__", *EXPORTS]
 
-
-if not TYPE_CHECKING:  # checkers see the imports above: a name not among them is an error
-    __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "AIGatewayError",
-    "APIConnectionError",
-    "APIError",
-    "APIResponseValidationError",
-    "APIStatusError",
-    "APITimeoutError",
-    "AsyncChatCompletionStream",
-    "AsyncChatSocket",
-    "AsyncClient",
-    "AsyncStream",
-    "AsyncStreamedResponse",
-    "BatchResult",
-    "AuthenticationError",
-    "BadRequestError",
-    "BudgetExceededError",
-    "ChatCompletion",
-    "ChatCompletionAccumulator",
-    "ChatCompletionChunk",
-    "ChatCompletionStream",
-    "ChatSocket",
-    "Client",
-    "ConfigurationError",
-    "ConflictError",
-    "FailedAttempt",
-    "FallbackInfo",
-    "IncompleteStreamError",
-    "InsecureBaseURLWarning",
-    "InsufficientCreditsError",
-    "InternalServerError",
-    "InvalidRequestError",
-    "LengthFinishReasonError",
-    "ItemResult",
-    "LowBalanceWarning",
-    "Message",
-    "Model",
-    "ModelList",
-    "ModelUsage",
-    "NotFoundError",
-    "ParsedChatCompletion",
-    "RateLimitError",
-    "RateLimitInfo",
-    "RawResponse",
-    "ResponseTooLargeError",
-    "RetryPolicy",
-    "RunResult",
-    "Secret",
-    "ServiceUnavailableError",
-    "SharedStateError",
-    "SharedStateWarning",
-    "RateLimit",
-    "Stream",
-    "StreamConnectionError",
-    "StreamedResponse",
-    "StreamTimeoutError",
-    "UsageLedger",
-    "__version__",
-    "new_idempotency_key",
-    "accumulate",
-    "MaxRoundsExceededError",
-    "Tool",
-    "ToolRunResult",
-    "arun_tools",
-    "run_tools",
-    "tool",
-    "StructuredOutputError",
-    "pydantic_function_tool",
-    "arun_batch",
-    "run_batch",
-]
+if not TYPE_CHECKING:  # checkers see the imports above
+    __getattr__, __dir__ = lazy_names(__name__, EXPORTS, globals())

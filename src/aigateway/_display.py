@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any, TypeVar
 
+from aigateway._exports import EXPORTS
+
 __all__ = [
     "batch_html",
     "batch_text",
@@ -59,9 +61,7 @@ def public_name(cls: type) -> str:
     module = cls.__module__
     if not module.startswith("aigateway"):
         return cls.__qualname__
-    import aigateway
-
-    if name in aigateway.__all__:
+    if EXPORTS.get(name) == module:
         return f"aigateway.{name}"
     return ".".join([p for p in module.split(".") if not p.startswith("_")] + [name])
 

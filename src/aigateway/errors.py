@@ -6,30 +6,35 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
     ├── ConfigurationError          bad client settings (missing key, malformed base URL); also a ValueError
     ├── InvalidRequestError         arguments rejected before anything was sent; also a ValueError
     ├── BudgetExceededError         the client's credit budget is spent; nothing was sent
-    └── APIError                    something happened on the way to or from the gateway
-        ├── APIConnectionError      no reply: connection refused, reset, dropped
-        │   └── APITimeoutError     no reply in time
-        ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
-        │   └── StructuredOutputError   ``parse``: the content is not JSON of the requested type
-        ├── LengthFinishReasonError     ``parse``: the reply was cut by the token limit
-        ├── ResponseTooLargeError   a reply (or one stream event) over its size limit, counted decompressed
-        ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
-        │   ├── StreamConnectionError   the connection failed mid-stream (also an APIConnectionError)
-        │   └── StreamTimeoutError      the stream stalled or ran past its deadline (also an APITimeoutError)
-        └── APIStatusError          a non-2xx reply; a generic one for statuses without a class of their own
-            ├── BadRequestError            400
-            ├── AuthenticationError        401
-            ├── InsufficientCreditsError   402 (or an error code saying the credits ran out)
-            ├── NotFoundError              404
-            ├── ConflictError              409 (e.g. an idempotency key reused or still in use)
-            ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values and ``seconds_to_wait``
-            └── InternalServerError        500 and other 5xx
-                └── ServiceUnavailableError    503
+    ├── SharedStateError            the shared state (``shared_state=``, e.g. Redis) failed; nothing was sent
+    ├── MaxRoundsExceededError      ``run_tools``: the model still asked for tools after ``max_rounds`` calls
+    ├── RecordedError               a batch item's error, as its checkpoint file recorded it
+    ├── APIError                    something happened on the way to or from the gateway
+    │   ├── APIConnectionError      no reply: connection refused, reset, dropped
+    │   │   └── APITimeoutError     no reply in time
+    │   ├── APIResponseValidationError   a reply that is not what the API promises (HTML, truncated JSON, missing fields)
+    │   │   └── StructuredOutputError   ``parse``: the content is not JSON of the requested type
+    │   ├── LengthFinishReasonError     ``parse``: the reply was cut by the token limit
+    │   ├── ResponseTooLargeError   a reply (or one stream event) over its size limit, counted decompressed
+    │   ├── IncompleteStreamError   a stream that ended before ``data: [DONE]``
+    │   │   ├── StreamConnectionError   the connection failed mid-stream (also an APIConnectionError)
+    │   │   └── StreamTimeoutError      the stream stalled or ran past its deadline (also an APITimeoutError)
+    │   └── APIStatusError          a non-2xx reply; a generic one for statuses without a class of their own
+    │       ├── BadRequestError            400
+    │       ├── AuthenticationError        401
+    │       ├── InsufficientCreditsError   402 (or an error code saying the credits ran out)
+    │       ├── PermissionDeniedError      403 (e.g. a quota of the account is reached)
+    │       ├── NotFoundError              404
+    │       ├── ConflictError              409 (e.g. an idempotency key reused or still in use)
+    │       ├── UnprocessableEntityError   422
+    │       ├── RateLimitError             429, with the parsed ``X-RateLimit-*`` values and ``seconds_to_wait``
+    │       └── InternalServerError        500 and other 5xx
+    │           └── ServiceUnavailableError    503
+    ├── InsecureBaseURLWarning      also a ``UserWarning``: emitted once per host for a plain ``http://`` base address on the network
+    ├── LowBalanceWarning           also a ``UserWarning``: emitted once per client when a reply says the balance is below 10 credits
+    └── SharedStateWarning          also a ``UserWarning``: emitted once per state object when it is unreachable and this process uses its own limits
 
-    LowBalanceWarning               a ``UserWarning``, emitted once per client when a reply
-                                    says the balance is below 10 credits
-    InsecureBaseURLWarning          a ``UserWarning``, emitted once per host for a plain
-                                    ``http://`` base address on the network
+The ``...Warning`` classes are emitted with `warnings.warn`, not raised.
 
 Errors carry what arrived (status, headers, request id, parsed error body, raw text), never the
 API key, and pickle (across processes) with the request's ``Authorization`` header redacted.
@@ -52,8 +57,9 @@ from aigateway.types.rate_limits import (
 )
 
 if TYPE_CHECKING:
+    from aigateway.types.chat import ChatCompletion
+    from aigateway.types.error_body import ErrorBody
     from aigateway.types.fallbacks import FallbackInfo
-    from aigateway.types.shared import ErrorBody
 
 __all__ = [
     "AIGatewayError",
@@ -64,6 +70,7 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "ConfigurationError",
     "ConflictError",
     "IncompleteStreamError",
@@ -73,9 +80,12 @@ __all__ = [
     "InvalidRequestError",
     "LengthFinishReasonError",
     "LowBalanceWarning",
+    "MaxRoundsExceededError",
     "NotFoundError",
+    "PermissionDeniedError",
     "RateLimitError",
     "RateLimitInfo",
+    "RecordedError",
     "ResponseTooLargeError",
     "ServiceUnavailableError",
     "SharedStateError",
@@ -83,13 +93,11 @@ __all__ = [
     "StreamConnectionError",
     "StreamTimeoutError",
     "StructuredOutputError",
+    "UnprocessableEntityError",
     "Violation",
 ]
 
 SNIPPET_CHARS = 500
-CREDIT_ERROR_CODES = frozenset(
-    {"insufficient_credits", "insufficient_balance", "insufficient_quota"}
-)
 
 
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
@@ -183,6 +191,34 @@ class InvalidRequestError(AIGatewayError, ValueError):
     def field(self) -> str:
         """The first offending field (dotted path, e.g. ``messages.0.role``)."""
         return self.violations[0].field
+
+
+class MaxRoundsExceededError(AIGatewayError):
+    """``run_tools``: the model still asked for tools after ``max_rounds`` calls.
+
+    ``messages`` is the conversation up to the last tool results (it can be passed to another
+    run to go on); ``completion`` is the last reply, whose tool calls were not run.
+    """
+
+    def __init__(self, rounds: int, completion: ChatCompletion, messages: list[Any]) -> None:
+        super().__init__(
+            f"the model still asked for tools after {rounds} rounds (max_rounds={rounds}); "
+            "the conversation so far is in .messages"
+        )
+        self.rounds = rounds
+        self.completion = completion
+        self.messages = messages
+
+
+class RecordedError(AIGatewayError):
+    """A batch item's error as its checkpoint file recorded it: the original class name
+    (``kind``), message and HTTP status (None when the error had none)."""
+
+    def __init__(self, kind: str, message: str, status_code: int | None = None) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.status_code = status_code
 
 
 class APIError(AIGatewayError):
@@ -369,7 +405,7 @@ class APIStatusError(APIError):
         error shape (an HTML page from a proxy, say), whose raw text stays in ``text``."""
         from pydantic import ValidationError
 
-        from aigateway.types.shared import ErrorBody
+        from aigateway.types.error_body import ErrorBody
 
         if not isinstance(self.body, dict):
             return None
@@ -435,6 +471,11 @@ class InsufficientCreditsError(APIStatusError):
         return None
 
 
+class PermissionDeniedError(APIStatusError):
+    """403: the API key is valid but may not do this (for example, a quota of the account,
+    such as its storage, is reached)."""
+
+
 class NotFoundError(APIStatusError):
     """404: the model (or path) does not exist."""
 
@@ -442,6 +483,10 @@ class NotFoundError(APIStatusError):
 class ConflictError(APIStatusError):
     """409: the request conflicts with another, e.g. an idempotency key reused with another
     request, or still in use by one being answered; retried, as the conflict may clear."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """422: the request was well formed but the gateway could not process what it asked for."""
 
 
 class RateLimitError(APIStatusError):
@@ -483,26 +528,3 @@ class InsecureBaseURLWarning(AIGatewayError, UserWarning):
 class LowBalanceWarning(AIGatewayError, UserWarning):
     """A reply said the balance is below 10 credits (``_balance_warning``); emitted once per
     client with `warnings.warn`, so notebooks and test runs notice before calls start failing."""
-
-
-_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
-    400: BadRequestError,
-    401: AuthenticationError,
-    402: InsufficientCreditsError,
-    404: NotFoundError,
-    409: ConflictError,
-    429: RateLimitError,
-    503: ServiceUnavailableError,
-}
-
-
-def status_error_class(status_code: int, code: str | None) -> type[APIStatusError]:
-    """The exception class for a status and an error code (the code wins for credits)."""
-    if code in CREDIT_ERROR_CODES:
-        return InsufficientCreditsError
-    cls = _STATUS_CLASSES.get(status_code)
-    if cls is not None:
-        return cls
-    if status_code >= 500:
-        return InternalServerError
-    return APIStatusError

@@ -23,9 +23,18 @@ from aigateway.errors import (
     APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InsufficientCreditsError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServiceUnavailableError,
+    UnprocessableEntityError,
     body_text,
     snippet,
-    status_error_class,
 )
 
 T = TypeVar("T")
@@ -51,6 +60,36 @@ _ERROR_TYPE_STATUS = {
     "service_unavailable": 503,
 }
 """The status an error object inside a stream stands for, by its type (500 when unknown)."""
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    402: InsufficientCreditsError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+    503: ServiceUnavailableError,
+}
+"""The class of each status that has one: other 5xx are `InternalServerError`, the rest
+`APIStatusError`."""
+_CREDIT_ERROR_CODES = frozenset(
+    {"insufficient_credits", "insufficient_balance", "insufficient_quota"}
+)
+"""Error codes that mean the credits ran out, whatever the status (some servers send 429)."""
+
+
+def status_error_class(status_code: int, code: str | None) -> type[APIStatusError]:
+    """The exception class for a status and an error code (the code wins for credits)."""
+    if code in _CREDIT_ERROR_CODES:
+        return InsufficientCreditsError
+    cls = _STATUS_CLASSES.get(status_code)
+    if cls is not None:
+        return cls
+    if status_code >= 500:
+        return InternalServerError
+    return APIStatusError
 
 
 def read_json(raw: bytes | str) -> object | None:

@@ -18,20 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from aigateway.errors import AIGatewayError
+from aigateway.errors import RecordedError
 
-__all__ = ["Checkpoint", "RecordedError"]
-
-
-class RecordedError(AIGatewayError):
-    """An item's error as a checkpoint file recorded it: the original class name (``kind``),
-    message and HTTP status (None when the error had none)."""
-
-    def __init__(self, kind: str, message: str, status_code: int | None = None) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
-        self.status_code = status_code
+__all__ = ["Checkpoint"]
 
 
 def _reply_types() -> dict[str, type[BaseModel]]:

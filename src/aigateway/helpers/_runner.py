@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from aigateway._logging import logger
-from aigateway.errors import AIGatewayError
+from aigateway.errors import MaxRoundsExceededError
 from aigateway.types.chat import message_param
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Job",
-    "MaxRoundsExceededError",
     "ToolRunResult",
     "drive_async",
     "drive_sync",
@@ -51,23 +50,6 @@ class ToolRunResult:
     def text(self) -> str:
         """The answer's text (the final completion's first choice)."""
         return self.completion.text
-
-
-class MaxRoundsExceededError(AIGatewayError):
-    """The model still asked for tools after ``max_rounds`` calls.
-
-    ``messages`` is the conversation up to the last tool results (it can be passed to another
-    run to go on); ``completion`` is the last reply, whose tool calls were not run.
-    """
-
-    def __init__(self, rounds: int, completion: ChatCompletion, messages: list[Any]) -> None:
-        super().__init__(
-            f"the model still asked for tools after {rounds} rounds (max_rounds={rounds}); "
-            "the conversation so far is in .messages"
-        )
-        self.rounds = rounds
-        self.completion = completion
-        self.messages = messages
 
 
 @dataclass

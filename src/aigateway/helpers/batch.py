@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aigateway._display import batch_html, batch_text, guarded
 from aigateway._optional import require
-from aigateway.errors import InvalidRequestError, RateLimitError, Violation
-from aigateway.helpers._checkpoint import Checkpoint, RecordedError
+from aigateway.errors import InvalidRequestError, RateLimitError, RecordedError, Violation
+from aigateway.helpers._checkpoint import Checkpoint
 from aigateway.helpers._client_kind import check_client_kind
 from aigateway.types.requests import RequestModel
 

@@ -27,8 +27,8 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal
 
 from aigateway._optional import require
-from aigateway.errors import InvalidRequestError, Violation
-from aigateway.helpers._checkpoint import RecordedError, decode_value, encode_value
+from aigateway.errors import InvalidRequestError, RecordedError, Violation
+from aigateway.helpers._checkpoint import decode_value, encode_value
 from aigateway.helpers.batch import _CALLS, BatchKind, BatchResult, ProgressBar, _BatchRun
 
 if TYPE_CHECKING:

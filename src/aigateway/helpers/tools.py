@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import ParamSpec
 
-from aigateway.errors import InvalidRequestError, Violation
+from aigateway.errors import InvalidRequestError, MaxRoundsExceededError, Violation
 from aigateway.helpers._client_kind import check_client_kind
 from aigateway.helpers._runner import (
     Flow,
-    MaxRoundsExceededError,
     ToolRunResult,
     drive_async,
     drive_sync,

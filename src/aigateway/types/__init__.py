@@ -7,42 +7,38 @@ from typing import TYPE_CHECKING
 
 from aigateway._lazy import lazy_names
 
-if TYPE_CHECKING:
-    from aigateway.types.chat import (
-        ChatCompletion,
-        ChatCompletionChunk,
-        Choice,
-        ChunkChoice,
-        ChunkDelta,
-        FinishReason,
-        FunctionCall,
-        Message,
-        ToolCall,
-        ToolCallDelta,
-        ToolCallFunctionDelta,
-        Usage,
-    )
-    from aigateway.types.chat_params import (
-        ChatCompletionCreateParams,
-        ChatCompletionRequest,
-        ChatMessageInput,
-        ChatMessageParam,
-        ContentPartParam,
-        FunctionDefinitionParam,
-        RequestOptions,
-        ResponseFormatParam,
-        ToolChoiceParam,
-        ToolParam,
-    )
-    from aigateway.types.models import Model, ModelList
-    from aigateway.types.requests import (
-        ChatCompletionCreateRequest,
-        ImageGenerateRequest,
-        RequestModel,
-        RunRequest,
-        load_requests,
-    )
-    from aigateway.types.shared import ErrorBody, ErrorObject
+if TYPE_CHECKING:  # the same names as _LAZY, for type checkers (X as X re-exports)
+    from aigateway.types.chat import ChatCompletion as ChatCompletion
+    from aigateway.types.chat import ChatCompletionChunk as ChatCompletionChunk
+    from aigateway.types.chat import Choice as Choice
+    from aigateway.types.chat import ChunkChoice as ChunkChoice
+    from aigateway.types.chat import ChunkDelta as ChunkDelta
+    from aigateway.types.chat import FinishReason as FinishReason
+    from aigateway.types.chat import FunctionCall as FunctionCall
+    from aigateway.types.chat import Message as Message
+    from aigateway.types.chat import ToolCall as ToolCall
+    from aigateway.types.chat import ToolCallDelta as ToolCallDelta
+    from aigateway.types.chat import ToolCallFunctionDelta as ToolCallFunctionDelta
+    from aigateway.types.chat import Usage as Usage
+    from aigateway.types.chat_params import ChatCompletionCreateParams as ChatCompletionCreateParams
+    from aigateway.types.chat_params import ChatCompletionRequest as ChatCompletionRequest
+    from aigateway.types.chat_params import ChatMessageInput as ChatMessageInput
+    from aigateway.types.chat_params import ChatMessageParam as ChatMessageParam
+    from aigateway.types.chat_params import ContentPartParam as ContentPartParam
+    from aigateway.types.chat_params import FunctionDefinitionParam as FunctionDefinitionParam
+    from aigateway.types.chat_params import RequestOptions as RequestOptions
+    from aigateway.types.chat_params import ResponseFormatParam as ResponseFormatParam
+    from aigateway.types.chat_params import ToolChoiceParam as ToolChoiceParam
+    from aigateway.types.chat_params import ToolParam as ToolParam
+    from aigateway.types.error_body import ErrorBody as ErrorBody
+    from aigateway.types.error_body import ErrorObject as ErrorObject
+    from aigateway.types.models import Model as Model
+    from aigateway.types.models import ModelList as ModelList
+    from aigateway.types.requests import ChatCompletionCreateRequest as ChatCompletionCreateRequest
+    from aigateway.types.requests import ImageGenerateRequest as ImageGenerateRequest
+    from aigateway.types.requests import RequestModel as RequestModel
+    from aigateway.types.requests import RunRequest as RunRequest
+    from aigateway.types.requests import load_requests as load_requests
 
 _LAZY = {
     "ChatCompletion": ".chat",
@@ -74,44 +70,12 @@ _LAZY = {
     "RequestModel": ".requests",
     "RunRequest": ".requests",
     "load_requests": ".requests",
-    "ErrorBody": ".shared",
-    "ErrorObject": ".shared",
+    "ErrorBody": ".error_body",
+    "ErrorObject": ".error_body",
 }
+"""Each public name -> the module defining it: the one list (``__all__`` is its names)."""
+
+__all__ = [*_LAZY]
 
 if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "ChatCompletion",
-    "ChatCompletionChunk",
-    "ChatCompletionCreateParams",
-    "ChatCompletionCreateRequest",
-    "ChatCompletionRequest",
-    "ChatMessageInput",
-    "ChatMessageParam",
-    "Choice",
-    "ChunkChoice",
-    "ChunkDelta",
-    "ContentPartParam",
-    "ErrorBody",
-    "ErrorObject",
-    "FinishReason",
-    "FunctionCall",
-    "FunctionDefinitionParam",
-    "ImageGenerateRequest",
-    "Message",
-    "Model",
-    "ModelList",
-    "RequestModel",
-    "RequestOptions",
-    "ResponseFormatParam",
-    "RunRequest",
-    "ToolCall",
-    "ToolCallDelta",
-    "ToolCallFunctionDelta",
-    "ToolChoiceParam",
-    "ToolParam",
-    "Usage",
-    "load_requests",
-]

@@ -1,4 +1,4 @@
-"""Types shared by several resources: the error body."""
+"""The body of an error reply, ``{"error": {"message", "type", "code", "param"}}``, as a model."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from aigateway.types.shared import ErrorBody, ErrorObject
+from aigateway.types.error_body import ErrorBody, ErrorObject
 
 __all__ = [
     "JSON_CONTENT_TYPE",

@@ -156,7 +156,7 @@ async def test_results_and_raw_replies_pickle_without_the_key(flavour: str, url:
             ),
             "run": await resolve(client.run("tavily/search", {"query": "cats"})),
             "usage": client.usage,
-            "rate_limit": client.rate_limit,
+            "rate_limit": client.last_rate_limit,
         }
     finally:
         await resolve(client.close())

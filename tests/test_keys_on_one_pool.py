@@ -56,10 +56,10 @@ async def test_each_key_sends_its_own_key_and_keeps_its_own_state(
     assert [type(warning.message) for warning in warned] == [LowBalanceWarning]  # the copy's
     assert client.remaining_credits == pytest.approx(gateway.credits(), abs=1e-6)
     assert copy.remaining_credits == pytest.approx(gateway.credits(other), abs=1e-6)
-    assert client.rate_limit is not None
-    assert copy.rate_limit is not None
-    assert (client.rate_limit.limit, client.rate_limit.remaining) == (60, 58)
-    assert (copy.rate_limit.limit, copy.rate_limit.remaining) == (10, 7)
+    assert client.last_rate_limit is not None
+    assert copy.last_rate_limit is not None
+    assert (client.last_rate_limit.limit, client.last_rate_limit.remaining) == (60, 58)
+    assert (copy.last_rate_limit.limit, copy.last_rate_limit.remaining) == (10, 7)
     assert client.usage.total().requests == 2
     assert copy.usage.total().requests == 3
     # each ledger counts its key's charges from its second reply (the first has no balance

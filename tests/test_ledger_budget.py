@@ -64,7 +64,7 @@ async def test_a_chat_reply_carries_the_rate_limit_of_its_own_response(
     assert second.rate_limit is not None
     assert first.rate_limit.remaining is not None
     assert second.rate_limit.remaining == first.rate_limit.remaining - 1
-    assert client.rate_limit == second.rate_limit
+    assert client.last_rate_limit == second.rate_limit
     assert "rate_limit" not in first.model_dump()  # not a field of the reply's data
     # kept with the reply: copied, pickled, and part of equality like a private attribute
     assert first.model_copy().rate_limit == first.rate_limit

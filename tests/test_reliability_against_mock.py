@@ -78,8 +78,8 @@ async def test_a_spent_minute_waits_for_the_reset_and_goes_on(
     raw = await raw_create(mock_client)
     assert raw.attempts == 2  # a 429 with Retry-After: 20, then success
     assert gateway.clock.now() == 1_700_000_100
-    assert mock_client.rate_limit is not None
-    assert mock_client.rate_limit.remaining == 9
+    assert mock_client.last_rate_limit is not None
+    assert mock_client.last_rate_limit.remaining == 9
 
 
 async def test_wait_for_rate_limit_avoids_the_429(gateway: MockGateway) -> None:

@@ -71,13 +71,28 @@ async def test_rate_limit_values_on_raw_replies_errors_and_the_client(
     )
     assert raw.rate_limit is not None
     assert raw.rate_limit.remaining == 41
-    assert reliable.rate_limit is not None
-    assert reliable.rate_limit.remaining == 41
+    assert reliable.last_rate_limit is not None
+    assert reliable.last_rate_limit.remaining == 41
     with pytest.raises(BadRequestError) as caught:
         await create(reliable)
     assert caught.value.rate_limit is not None
     assert caught.value.rate_limit.remaining == 40
-    assert reliable.rate_limit.remaining == 40  # errors are remembered too
+    assert reliable.last_rate_limit.remaining == 40  # errors are remembered too
+
+
+async def test_client_rate_limit_is_the_deprecated_name_of_last_rate_limit(
+    reliable: Client | AsyncClient, gateway: respx.Router
+) -> None:
+    """``rate_limit=`` is the `RateLimit` to keep to; what the replies said is
+    ``last_rate_limit``. The old name still answers, warning at the caller's line."""
+    gateway.post("/chat/completions").respond(200, json=OK, headers=limit_headers(41, NOW + 30))
+    await create(reliable)
+    with pytest.warns(DeprecationWarning, match=r"use client\.last_rate_limit") as warned:
+        old = reliable.rate_limit
+    assert old is not None
+    assert old == reliable.last_rate_limit
+    assert old.remaining == 41
+    assert [warning.filename for warning in warned] == [__file__]
 
 
 async def test_wait_for_rate_limit_waits_for_the_reset_instead_of_a_429(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import httpx
+from typing_extensions import deprecated
 
 from aigateway._call.settings import (
     DEFAULT,
@@ -168,9 +169,20 @@ class BaseClient(Generic[PipelineT]):
         return self._pipeline.state.balance_warning
 
     @property
-    def rate_limit(self) -> RateLimitInfo | None:
-        """The ``X-RateLimit-*`` values of the last reply that carried them."""
+    def last_rate_limit(self) -> RateLimitInfo | None:
+        """The ``X-RateLimit-*`` values of the last reply that carried them (None until one
+        did); ``reply.rate_limit`` is a reply's own."""
         return self._pipeline.state.rate_limit
+
+    @property
+    @deprecated(
+        "client.rate_limit is deprecated: use client.last_rate_limit (what the last reply's "
+        "X-RateLimit-* headers said; the rate_limit= option is the RateLimit to keep to)",
+        category=DeprecationWarning,
+    )
+    def rate_limit(self) -> RateLimitInfo | None:
+        """Deprecated: `last_rate_limit`, the name that is not the ``rate_limit=`` option's."""
+        return self.last_rate_limit
 
     @property
     def usage(self) -> UsageLedger:
@@ -309,7 +321,7 @@ class BaseClient(Generic[PipelineT]):
             ("base_url", str(self.base_url)),
             ("state", "closed" if self._closed else "open"),
             ("remaining_credits", self.remaining_credits),
-            ("rate_limit", rate_limit_text(self.rate_limit)),
+            ("last_rate_limit", rate_limit_text(self.last_rate_limit)),
         ]
 
     @guarded

@@ -22,7 +22,7 @@ from aigateway import (
     APIStatusError,
     RateLimitError,
 )
-from aigateway._streams.streams import ChunkDecoder
+from aigateway._streams.chunks import ChunkDecoder
 from aigateway.types import ChatCompletionChunk
 
 from .test_fuzz_replies import (

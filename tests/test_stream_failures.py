@@ -11,7 +11,6 @@ import anyio
 import httpx
 import pytest
 
-import aigateway._streams.streams as streaming
 from aigateway import (
     APIResponseValidationError,
     AsyncClient,
@@ -21,6 +20,7 @@ from aigateway import (
     ResponseTooLargeError,
     RetryPolicy,
 )
+from aigateway._streams.chunks import TAIL
 from aigateway.errors import APITimeoutError, StreamTimeoutError
 from aigateway.testing import MockGateway
 
@@ -145,7 +145,7 @@ async def test_a_stream_without_done_is_incomplete_and_keeps_only_a_tail(kind: s
     with pytest.raises(IncompleteStreamError, match="before data: \\[DONE\\]") as caught:
         await consume(kind, body)
     assert caught.value.received == 40
-    assert len(caught.value.chunks) == streaming.TAIL
+    assert len(caught.value.chunks) == TAIL
     assert caught.value.chunks[-1].choices[0].delta.content == "39"
 
 

@@ -28,7 +28,7 @@ import pytest
 import uvicorn
 
 from aigateway import errors
-from aigateway._streams.sse import ServerSentEvent, iter_events
+from aigateway._streams.sse import ServerSentEvent, SSEDecoder
 from aigateway.testing import MockGateway
 
 from .test_docs_examples import doc_page
@@ -169,7 +169,12 @@ def ask(url: str, question: str = "Hi") -> contextlib.AbstractContextManager[htt
 
 
 def events(response: httpx.Response) -> Iterator[ServerSentEvent]:
-    return iter_events(response.iter_bytes())
+    """The relayed events, as they arrive; the relay ends its last event."""
+    decoder = SSEDecoder()
+    for data in response.iter_bytes():
+        yield from decoder.feed(data)
+    decoder.close()
+    assert not decoder.pending
 
 
 def problems(caplog: pytest.LogCaptureFixture) -> list[str]:

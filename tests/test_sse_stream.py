@@ -1,23 +1,24 @@
 """The SSE decoder in `aigateway._streams.sse` over a whole stream: the end of a stream (pending
-events, close), the event size limit, and the `iter_events`/`aiter_events` helpers that
-report an incomplete stream and pass the limit on."""
+events, close), the event size limit, and a stream's events into typed chunks through the
+`ChunkDecoder` every stream uses: chunks as their events complete, ``[DONE]``, a stream cut
+short, an event over the limit."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+import json
+from typing import Any
 
+import httpx
 import pytest
 
+from aigateway import IncompleteStreamError, ResponseTooLargeError
+from aigateway._streams.chunks import ChunkDecoder
 from aigateway._streams.sse import (
     _BOM,
     DEFAULT_MAX_EVENT_SIZE,
-    ServerSentEvent,
     SSEDecodeError,
     SSEDecoder,
     SSEEventTooLargeError,
-    SSEIncompleteStreamError,
-    aiter_events,
-    iter_events,
 )
 
 from ._sse_helpers import E, decode, decode_all
@@ -81,7 +82,6 @@ def test_feed_after_close_raises_and_close_is_idempotent() -> None:
 def test_errors_are_value_errors() -> None:
     assert issubclass(SSEDecodeError, ValueError)
     assert issubclass(SSEEventTooLargeError, SSEDecodeError)
-    assert issubclass(SSEIncompleteStreamError, SSEDecodeError)
 
 
 def test_one_line_over_one_mib_raises() -> None:
@@ -144,69 +144,76 @@ def test_invalid_max_event_size() -> None:
         SSEDecoder(max_event_size=0)
 
 
-# --- iteration helpers ----------------------------------------------------------------------
+# --- a whole stream into typed chunks (`ChunkDecoder`, what streams and sockets use) --------
 
 
-def test_iter_events() -> None:
-    chunks = [b"data: a\n", b"\nevent: e\ndata: b\n\n", b"data: c\n\n"]
-    assert list(iter_events(chunks)) == [E("a"), E("b", "e"), E("c")]
-    assert list(iter_events(iter(chunks))) == [E("a"), E("b", "e"), E("c")]
-    assert list(iter_events([])) == []
+def chunk_decoder() -> ChunkDecoder[Any]:
+    """A decoder whose chunks are the events' JSON, parsed."""
+    request = httpx.Request("POST", "https://gateway.test/v1/chat/completions")
+    return ChunkDecoder(json.loads, httpx.Response(200, request=request))
 
 
-def test_iter_events_is_lazy_and_reports_an_incomplete_stream() -> None:
-    seen: list[ServerSentEvent] = []
-    with pytest.raises(SSEIncompleteStreamError):
-        seen.extend(iter_events([b"data: a\n\n", b"data: b\n"]))
-    assert seen == [E("a")]
-
-    fed: list[bytes] = []
-
-    def source() -> Iterable[bytes]:
-        for chunk in [b"data: 1\n\n", b"data: 2\n\n"]:
-            fed.append(chunk)
-            yield chunk
-
-    iterator = iter_events(source())
-    assert next(iterator) == E("1")
-    assert fed == [b"data: 1\n\n"]
+def chunks_of(decoder: ChunkDecoder[Any], data: bytes) -> list[Any]:
+    """Feed one read; return the chunks it completes, as a stream hands them out."""
+    chunks = []
+    if decoder.feed(data):
+        while (chunk := decoder.next_chunk()) is not None:
+            chunks.append(chunk)
+    return chunks
 
 
-def test_iter_events_passes_the_size_limit() -> None:
-    with pytest.raises(SSEEventTooLargeError):
-        list(iter_events([b"data: 0123456789\n\n"], max_event_size=8))
+def test_chunks_come_as_their_events_complete_across_reads() -> None:
+    decoder = chunk_decoder()
+    assert chunks_of(decoder, b'data: {"n"') == []
+    assert chunks_of(decoder, b": 1}\n") == []  # the line is complete, the event is not
+    assert chunks_of(decoder, b'\nevent: e\ndata: {"n": 2}\r') == [{"n": 1}]
+    assert chunks_of(decoder, b'\n\r\ndata: {"n": 3}\n\ndata: [DONE]\n\n') == [{"n": 2}, {"n": 3}]
+    assert decoder.done
+    assert decoder.received == 3
+    decoder.end()  # the end after [DONE] is no error
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+def test_nothing_after_done_is_a_chunk() -> None:
+    decoder = chunk_decoder()
+    assert chunks_of(decoder, b'data: {"n": 1}\n\ndata: [DONE]\n\ndata: {"n": 2}\n\n') == [{"n": 1}]
+    assert chunks_of(decoder, b'data: {"n": 3}\n\n') == []
+    assert decoder.received == 1
 
 
-async def _achunks(chunks: list[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
+@pytest.mark.parametrize("last", [b"data: [DONE]", b"data: [DONE]\n", b"data: [DONE]\r"])
+def test_done_as_the_last_line_of_the_body_ends_the_stream(last: bytes) -> None:
+    decoder = chunk_decoder()
+    assert chunks_of(decoder, b'data: {"n": 1}\n\n' + last) == [{"n": 1}]
+    decoder.end()
+    assert decoder.done
 
 
-@pytest.mark.anyio
-async def test_aiter_events() -> None:
-    chunks = [b"data: a\n", b"\nevent: e\ndata: b\n\n", b"data: c\r", b"\n\r\n"]
-    events = [event async for event in aiter_events(_achunks(chunks))]
-    assert events == [E("a"), E("b", "e"), E("c")]
+@pytest.mark.parametrize(
+    ("reads", "cut"),
+    [
+        ([b'data: {"n": 1}\n\n', b'data: {"n": 2}\n'], "in the middle of an event"),
+        ([b'data: {"n": 1}\n\n', b'data: {"n": 2'], "in the middle of an event"),
+        ([b'data: {"n": 1}\n\n'], "the stream ended before"),
+        ([b'data: {"n": 1}\n\n', b"data: [DON"], "in the middle of an event"),
+    ],
+)
+def test_a_stream_cut_short_raises_after_its_complete_chunks(reads: list[bytes], cut: str) -> None:
+    decoder = chunk_decoder()
+    received = [chunk for data in reads for chunk in chunks_of(decoder, data)]
+    assert received == [{"n": 1}]
+    with pytest.raises(IncompleteStreamError, match=cut) as caught:
+        decoder.end()
+    assert caught.value.received == 1
+    assert caught.value.chunks == [{"n": 1}]
 
 
-@pytest.mark.anyio
-async def test_aiter_events_reports_an_incomplete_stream() -> None:
-    events = aiter_events(_achunks([b"data: a\n\n", b"data: b"]))
-    assert await events.__anext__() == E("a")
-    with pytest.raises(SSEIncompleteStreamError):
-        await events.__anext__()
-
-
-@pytest.mark.anyio
-async def test_aiter_events_passes_the_size_limit() -> None:
-    with pytest.raises(SSEEventTooLargeError):
-        async for _ in aiter_events(_achunks([b"data: 0123456789\n\n"]), max_event_size=8):
-            pass
+def test_an_event_over_the_limit_is_a_reply_too_large() -> None:
+    decoder = chunk_decoder()
+    assert chunks_of(decoder, b'data: {"n": 1}\n\n') == [{"n": 1}]
+    with pytest.raises(ResponseTooLargeError, match="max_event_size") as caught:
+        decoder.feed(b"data: " + b"x" * DEFAULT_MAX_EVENT_SIZE + b"\n\n")
+    assert caught.value.limit == DEFAULT_MAX_EVENT_SIZE
+    assert caught.value.received > DEFAULT_MAX_EVENT_SIZE  # the bytes fed, counted
 
 
 def test_feed_data_only_takes_reads_whose_events_are_each_one_data_line() -> None:

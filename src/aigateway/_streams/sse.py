@@ -3,8 +3,8 @@
 Streaming endpoints of the gateway answer with an event stream. This module turns the bytes of
 such a stream into `ServerSentEvent` objects and does no I/O of its own: the caller reads bytes
 however it likes (the sync client, the async client, a test feeding literals) and hands them to
-one `SSEDecoder`, the way h11 separates protocol logic from sockets. Parsing lives in one place
-only; `iter_events` and `aiter_events` are thin loops around the same decoder.
+one `SSEDecoder`, the way h11 separates protocol logic from sockets. Streams decode their events
+into typed chunks with it (`aigateway._streams.chunks`).
 
 The decoder follows the "event stream interpretation" rules of the WHATWG HTML standard
 (https://html.spec.whatwg.org/multipage/server-sent-events.html):
@@ -39,20 +39,14 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
     "SSEDecodeError",
     "SSEDecoder",
     "SSEEventTooLargeError",
-    "SSEIncompleteStreamError",
     "ServerSentEvent",
-    "aiter_events",
-    "iter_events",
 ]
 
 DEFAULT_MAX_EVENT_SIZE = 1_048_576
@@ -67,14 +61,6 @@ class SSEDecodeError(ValueError):
 
 class SSEEventTooLargeError(SSEDecodeError):
     """An event, or a single line of the stream, exceeded the decoder's ``max_event_size``."""
-
-
-class SSEIncompleteStreamError(SSEDecodeError):
-    """The stream ended in the middle of a line or of an event (no final blank line).
-
-    Raised by `iter_events` and `aiter_events`. `SSEDecoder` itself never raises it: it reports
-    the same condition through `SSEDecoder.pending`.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,36 +333,3 @@ class SSEDecoder:
         self._event_retry = event_retry
         self._id_buffer = id_buffer
         return events
-
-
-def _raise_if_incomplete(decoder: SSEDecoder) -> None:
-    decoder.close()
-    if decoder.pending:
-        raise SSEIncompleteStreamError(
-            "the event stream ended in the middle of a line or an event (no final blank line)"
-        )
-
-
-def iter_events(
-    chunks: Iterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-) -> Iterator[ServerSentEvent]:
-    """Yield the events of a stream given as an iterable of byte chunks.
-
-    Raises `SSEIncompleteStreamError` after the last event if the stream ended mid-line or
-    mid-event, and `SSEEventTooLargeError` if an event goes over ``max_event_size``.
-    """
-    decoder = SSEDecoder(max_event_size=max_event_size)
-    for chunk in chunks:
-        yield from decoder.feed(chunk)
-    _raise_if_incomplete(decoder)
-
-
-async def aiter_events(
-    chunks: AsyncIterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-) -> AsyncIterator[ServerSentEvent]:
-    """Async counterpart of `iter_events`, for an async iterable of byte chunks."""
-    decoder = SSEDecoder(max_event_size=max_event_size)
-    async for chunk in chunks:
-        for event in decoder.feed(chunk):
-            yield event
-    _raise_if_incomplete(decoder)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from aigateway import AsyncClient, AuthenticationError, Client, NotFoundError, StreamTimeoutError
-from aigateway._streams.websocket import handshake, websocket_url
+from aigateway._streams.handshake import handshake, websocket_url
 from aigateway.testing import MockGateway
 
 from .conftest import resolve

@@ -61,8 +61,9 @@ class Next(NamedTuple):
 
 
 class Write(NamedTuple):
-    """Write ``data`` to a file download's open file (an async one for the async driver);
-    ``restart``: truncate it first, as an earlier attempt may have written part of the body."""
+    """Write ``data`` to a file download's open file, or a socket's request frame to the
+    socket (`aigateway._streams.sockets.SocketChunks`); an async one for the async driver.
+    ``restart``: truncate the file first, as an earlier attempt may have written part of it."""
 
     file: Any
     data: bytes

@@ -64,9 +64,11 @@ class RawResponse(_ReplyInfo, Generic[T]):
         return (RawResponse, (picklable(self.http_response), self.attempts, self._parsed))
 
 
-class _StreamedBase(_ReplyInfo):
-    """What both unread replies share: the reply and its lease (`aigateway._http.leases`); in no
-    reference cycle, so dropped unclosed, one hands its lease back at once."""
+class _UnreadReply(_ReplyInfo):
+    """A reply handed back with its body unread (``with_streaming_response``), what
+    `StreamedResponse` and `AsyncStreamedResponse` share: the reply and its lease
+    (`aigateway._http.leases`); in no reference cycle, so dropped unclosed, one hands its lease
+    back at once."""
 
     _lease: SyncLease | AsyncLease
     _lease_type: type[SyncLease] | type[AsyncLease]
@@ -142,7 +144,7 @@ class _AsyncReading(Generic[T]):
             raise request_failed(exc, self._request) from exc
 
 
-class StreamedResponse(_StreamedBase, Closing):
+class StreamedResponse(_UnreadReply, Closing):
     """A 2xx reply whose body has not been read: read it as you like, in a ``with`` block
     (which closes the connection). ``parse()`` reads it and returns the typed result.
     Dropped unclosed, its connection is released (at once, or at the client's next request
@@ -178,7 +180,7 @@ class StreamedResponse(_StreamedBase, Closing):
         self._lease.close()
 
 
-class AsyncStreamedResponse(_StreamedBase, AsyncClosing):
+class AsyncStreamedResponse(_UnreadReply, AsyncClosing):
     """`StreamedResponse` for async code: ``async with``, ``await read()``, ``async for``.
     Dropped unclosed, its connection is released by a task of its event loop (or by the
     loop's end)."""

@@ -236,13 +236,28 @@ async def aaccumulate(chunks: AsyncIterable[ChatCompletionChunk]) -> ChatComplet
 
 
 class _ChatStreamBase(Generic[CompletionT]):
-    stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk]
+    """What both chat streams share: the chunk stream, the accumulator, the final completion."""
 
-    def __init__(self, finish: Callable[[ChatCompletion], CompletionT] | None) -> None:
+    def __init__(
+        self,
+        stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk],
+        finish: Callable[[ChatCompletion], CompletionT] | None,
+    ) -> None:
+        self.stream = stream
+        """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
         self.accumulator = ChatCompletionAccumulator()
         """What has been received so far; ``accumulator.completion()`` is the snapshot."""
         self._text = ""  # the text the last chunk added to the first choice
         self._finish = finish
+
+    def _added(self, chunk: ChatCompletionChunk) -> ChatCompletionChunk:
+        """Add the next chunk in (and note the text it adds); return it."""
+        self._text = self.accumulator.add(chunk)
+        return chunk
+
+    def _cut(self, error: IncompleteStreamError) -> None:
+        """The stream was cut short: its error gets the completion rebuilt so far (``partial``)."""
+        error.partial = self.accumulator.completion()
 
     def _final(self) -> CompletionT:
         completion = self.accumulator.completion()
@@ -272,27 +287,24 @@ class ChatCompletionStream(_ChatStreamBase[CompletionT], Closing):
     ``get_final_completion()``. Use it in a ``with`` block: leaving it releases the connection.
     """
 
+    stream: Stream[ChatCompletionChunk]
+
     def __init__(
         self,
         stream: Stream[ChatCompletionChunk],
         finish: Callable[[ChatCompletion], CompletionT] | None = None,
     ) -> None:
-        super().__init__(finish)
-        self.stream: Stream[ChatCompletionChunk] = stream
-        """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
-        self._chunks = iter(stream)
+        super().__init__(stream, finish)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self
 
     def __next__(self) -> ChatCompletionChunk:
         try:
-            chunk = next(self._chunks)
+            return self._added(next(self.stream))
         except IncompleteStreamError as error:
-            error.partial = self.accumulator.completion()
+            self._cut(error)
             raise
-        self._text = self.accumulator.add(chunk)
-        return chunk
 
     def close(self) -> None:
         """Stop the iteration and release the connection (idempotent)."""
@@ -321,27 +333,24 @@ class AsyncChatCompletionStream(_ChatStreamBase[CompletionT], AsyncClosing):
     """`ChatCompletionStream` for async code: ``async for``, ``await get_final_completion()``,
     ``async with``."""
 
+    stream: AsyncStream[ChatCompletionChunk]
+
     def __init__(
         self,
         stream: AsyncStream[ChatCompletionChunk],
         finish: Callable[[ChatCompletion], CompletionT] | None = None,
     ) -> None:
-        super().__init__(finish)
-        self.stream: AsyncStream[ChatCompletionChunk] = stream
-        """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
-        self._chunks = aiter(stream)
+        super().__init__(stream, finish)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self
 
     async def __anext__(self) -> ChatCompletionChunk:
         try:
-            chunk = await anext(self._chunks)
+            return self._added(await anext(self.stream))
         except IncompleteStreamError as error:
-            error.partial = self.accumulator.completion()
+            self._cut(error)
             raise
-        self._text = self.accumulator.add(chunk)
-        return chunk
 
     async def close(self) -> None:
         """Stop the iteration and release the connection (idempotent, shielded)."""

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from aigateway._pipeline.response import RawResponse as RawResponse
     from aigateway._pipeline.response import StreamedResponse as StreamedResponse
     from aigateway._pipeline.retry import RetryPolicy as RetryPolicy
+    from aigateway._pipeline.retry_strategies import retry_if_transient as retry_if_transient
+    from aigateway._pipeline.retry_strategies import wait_backoff as wait_backoff
+    from aigateway._pipeline.retry_strategies import (
+        wait_server_requested as wait_server_requested,
+    )
     from aigateway._streams.chat_stream import (
         AsyncChatCompletionStream as AsyncChatCompletionStream,
     )
@@ -44,10 +49,11 @@ if TYPE_CHECKING:
     )
     from aigateway._streams.chat_stream import ChatCompletionStream as ChatCompletionStream
     from aigateway._streams.chat_stream import accumulate as accumulate
+    from aigateway._streams.opening import Opening as Opening
+    from aigateway._streams.sockets import AsyncChatSocket as AsyncChatSocket
+    from aigateway._streams.sockets import ChatSocket as ChatSocket
     from aigateway._streams.streams import AsyncStream as AsyncStream
     from aigateway._streams.streams import Stream as Stream
-    from aigateway._streams.websocket import AsyncChatSocket as AsyncChatSocket
-    from aigateway._streams.websocket import ChatSocket as ChatSocket
     from aigateway.errors import AIGatewayError as AIGatewayError
     from aigateway.errors import APIConnectionError as APIConnectionError
     from aigateway.errors import APIError as APIError
@@ -87,7 +93,6 @@ if TYPE_CHECKING:
     from aigateway.helpers.tools import arun_tools as arun_tools
     from aigateway.helpers.tools import run_tools as run_tools
     from aigateway.helpers.tools import tool as tool
-    from aigateway.resources._base import Opening as Opening
     from aigateway.resources._structured import pydantic_function_tool as pydantic_function_tool
     from aigateway.types.chat import ChatCompletion as ChatCompletion
     from aigateway.types.chat import ChatCompletionChunk as ChatCompletionChunk

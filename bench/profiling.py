@@ -136,6 +136,7 @@ def micro(server: ServerProcess) -> list[str]:
     )
     with aigateway.Client(api_key=API_KEY, base_url=server.url(), max_retries=0) as client:
         try:
+            from aigateway._pipeline.request import client_headers
             from aigateway.resources.chat import build_create_call
             from aigateway.types import ChatCompletion, ChatCompletionChunk
 
@@ -167,7 +168,7 @@ def micro(server: ServerProcess) -> list[str]:
                 lambda: pipeline.config.base_url.join("chat/completions"),
             )
             joined = pipeline.config.base_url.join("chat/completions")
-            request_headers = pipeline.config.headers()
+            request_headers = client_headers(pipeline.config)
             line(
                 "http_client.build_request(POST, joined URL, ...)  [the path for an http client "
                 "with cookies or query parameters of its own]",
@@ -212,7 +213,7 @@ def micro(server: ServerProcess) -> list[str]:
                 "SSEDecoder.feed_data_only(one framed event)  [a read of data-only events]",
                 lambda: decoder.feed_data_only(framed),
             )
-            from aigateway._streams.streams import ChunkDecoder
+            from aigateway._streams.chunks import ChunkDecoder
 
             response = httpx.Response(200, request=httpx.Request("POST", url))
             chunks = ChunkDecoder(ChatCompletionChunk.model_validate_json, response)

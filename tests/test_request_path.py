@@ -25,7 +25,7 @@ from aigateway import (
     StreamTimeoutError,
 )
 from aigateway._call.timeouts import StreamTimer
-from aigateway._pipeline.limits import RequestBudget
+from aigateway._pipeline.limits import RateLimiter
 from aigateway.testing import MockGateway
 
 from .conftest import API_KEY, BASE_URL, resolve
@@ -105,7 +105,7 @@ async def test_the_first_event_timeout_is_a_per_call_option_too(kind: str) -> No
 
 
 async def test_a_paced_stream_slower_than_the_idle_limit_times_out_in_process(kind: str) -> None:
-    from aigateway.testing._pacing import StreamPacing
+    from aigateway.testing._core.pacing import StreamPacing
 
     waited: list[float] = []
 
@@ -323,9 +323,9 @@ def test_plain_http_to_a_network_host_warns_once(monkeypatch: pytest.MonkeyPatch
 )
 def test_the_limiter_reads_a_reset_by_its_magnitude(reset: int, wait: float) -> None:
     now = 1_700_000_000.0
-    budget = RequestBudget()
-    budget.observe(RateLimitInfo(limit=60, remaining=0, reset=reset), now)
-    assert budget.reserve(now) == pytest.approx(wait)
+    limiter = RateLimiter()
+    limiter.observe(RateLimitInfo(limit=60, remaining=0, reset=reset), now)
+    assert limiter.reserve(now) == pytest.approx(wait)
 
 
 # -- the layout the request path relies on --------------------------------------------------

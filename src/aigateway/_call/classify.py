@@ -1,11 +1,15 @@
-"""What arrived, as our errors: the one place that turns replies and failures into exceptions.
+"""What arrived, as our errors: every reply the gateway refused and every failure of the
+transport becomes one of our exceptions here.
 
-Every public call raises only `AIGatewayError` subclasses, so whatever a server or a transport
-does ends up here: a non-2xx reply (`status_error`), an ``{"error": {...}}`` object inside a
-stream or a WebSocket frame (`error_event`), a WebSocket handshake refused with a status, a
-failure of the transport (`request_failed`), a body that cannot be decoded, and a 2xx body of
-the wrong shape (`parse_body`). JSON of any nesting depth is read safely: a body nested too
-deep to parse is treated as text, never a ``RecursionError``.
+Every public call raises only `AIGatewayError` subclasses: a non-2xx reply (`status_error`),
+an ``{"error": {...}}`` object inside a stream or a WebSocket frame (`error_event`), a
+WebSocket handshake refused with a status, a failure of the transport (`request_failed`), a
+body that cannot be decoded, and a 2xx body of the wrong shape (`parse_body`) are classified
+here. The errors of limits the client keeps itself are made where each limit is kept: a
+body's size (`aigateway._http.body`), a stream's events and time limits
+(`aigateway._streams`), the call's deadline (`aigateway._call.timeouts`). JSON of any nesting
+depth is read safely: a body nested too deep to parse is treated as text, never a
+``RecursionError``.
 """
 
 from __future__ import annotations

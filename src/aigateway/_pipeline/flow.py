@@ -1,14 +1,15 @@
 """The request path, written once: every call is a flow of logic without I/O, run by a driver.
 
-A resource describes a call as an `APICall`. `Pipeline.flow` turns it into a generator that
-holds all the logic of the call (build the request, wait for the client-side rate limit, take
-a concurrency slot, send, classify the reply, decide on a retry and its wait with tenacity,
-open a stream up to its first event, book-keep and log) and yields the I/O it needs as the
-small commands of ``_commands`` (`Send`, `Sleep`, `Next`, ...). The two drivers of
-``_drivers``, `SyncPipeline` and `AsyncPipeline`, perform each command with blocking or
-awaited I/O and send the outcome back, so they differ only in the lines that do I/O, like
-httpx's ``Auth.auth_flow``. Plain calls, streams, WebSocket sockets and file downloads all
-take this path.
+A resource describes a call as an `APICall` (`aigateway._call.call`). `Pipeline.flow` turns
+it into a generator that holds all the logic of the call (build the request, wait for the
+client-side rate limit, take a concurrency slot, send, classify the reply, decide on a retry
+and its wait with tenacity, try the fallback models, open a stream up to its first event,
+book-keep and log) and yields the I/O it needs as the small commands of
+`aigateway._call.commands` (`Send`, `Sleep`, `Next`, ...). The two drivers of
+`aigateway._pipeline.drivers`, `SyncPipeline` and `AsyncPipeline`, perform each command with
+blocking or awaited I/O and send the outcome back, so they differ only in the lines that do
+I/O, like httpx's ``Auth.auth_flow``. Plain calls, streams, WebSocket sockets and file
+downloads all take this path.
 
 Reliability: a call that acts on the world is retried only with an idempotency key; a stream
 is retried only while it has not delivered its first event (the flow reads that event before
@@ -18,14 +19,15 @@ DEBUG log line per attempt, never a header.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from aigateway._call.call import APICall
 from aigateway._call.classify import (
     looks_like_sse,
     not_an_event_stream,
@@ -54,65 +56,21 @@ from aigateway._http.body import (
     too_large,
 )
 from aigateway._logging import logger
-from aigateway._pipeline.ledger import (
-    CreditBudget,
-    StreamTally,
-    attach_fallback,
-    checked_fallbacks,
-    model_of,
-    model_unavailable,
-)
-from aigateway._pipeline.observer import CallObserver, CallTrace
+from aigateway._pipeline.credit_budget import CreditBudget
+from aigateway._pipeline.fallbacks import attach_fallback, checked_fallbacks, model_unavailable
+from aigateway._pipeline.observer import CallObserver
 from aigateway._pipeline.request import RequestBuilder
 from aigateway._pipeline.response import RawResponse
 from aigateway._pipeline.retry import RetryPolicy, set_attempts
 from aigateway._pipeline.state import ClientState
+from aigateway._pipeline.stream_usage import StreamUsage
 from aigateway.errors import APIError, RateLimitInfo
 from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
-    from aigateway._streams.streams import ChunkDecoder
-    from aigateway.types.chat_params import RequestOptions
+    from aigateway._streams.chunks import ChunkDecoder
 
-T = TypeVar("T")
-
-__all__ = ["APICall", "Pipeline", "RawResponse"]
-
-_NO_OPTIONS: RequestOptions = {}
-
-
-@dataclass(frozen=True, slots=True)
-class APICall(Generic[T]):
-    """One API call as a resource describes it."""
-
-    method: str
-    path: str
-    """Relative to the base URL, without a leading slash (``chat/completions``); or an absolute
-    URL (a file to fetch), which gets no ``Authorization`` header unless it is on the gateway's
-    own host."""
-    parse: Callable[[bytes], T]
-    """Bytes of a 2xx reply to the typed result (e.g. ``Model.model_validate_json``)."""
-    body: bytes | None = None
-    options: RequestOptions = field(default_factory=lambda: _NO_OPTIONS)
-    stream: bool = False
-    """When true, ``parse`` is applied to each event's data and a Stream is returned."""
-    raw: bool = False
-    """When true, a `RawResponse` is returned instead of the parsed result."""
-    streamed: bool = False
-    """When true, the 2xx reply is handed back unread (``with_streaming_response``)."""
-    websocket: bool = False
-    """When true, the call streams over the WebSocket endpoint instead of HTTP."""
-    side_effect: bool = False
-    """The call acts on the world (sends an email, moves money, writes data): it is retried
-    only when it carries an idempotency key, so a retry cannot repeat the act."""
-    trace: CallTrace | None = None
-    """The observer's record of this call (``Client(tracing=...)``); None when off."""
-    save_to: Any = None
-    """A file download's open file: the 2xx body is written there as it arrives, and the
-    result is the number of bytes written (``parse`` is not used)."""
-    max_bytes: int | None = None
-    """The most bytes a download's body may hold, decompressed (`DEFAULT_MAX_DOWNLOAD_BYTES`
-    when None); any other body is held to the client's ``max_response_bytes``."""
+__all__ = ["Pipeline"]
 
 
 class Pipeline:
@@ -170,11 +128,10 @@ class Pipeline:
             call = replace(call, trace=trace)
         try:
             if self.state.shared is not None:  # many processes on the key: shared limits
-                result = yield from self.state.shared.run(self, call, fallbacks, budget, deadline)
-            elif fallbacks:
-                result = yield from self._fall_back(call, fallbacks, deadline)
+                attempts = partial(self._models, fallbacks=fallbacks, deadline=deadline)
+                result = yield from self.state.shared.run(self, call, attempts, budget)
             else:
-                result = yield from self._call(call, deadline)
+                result = yield from self._models(call, fallbacks, deadline)
         except BaseException as error:
             if trace is not None:
                 trace.failed(error)
@@ -197,21 +154,28 @@ class Pipeline:
             seconds = call_deadline(call.options, streaming, seconds)
         return None if seconds is None else Deadline(seconds, self.retry.monotonic)
 
+    def _models(
+        self, call: APICall[Any], fallbacks: Sequence[str] | None, deadline: Deadline | None
+    ) -> Flow[Any]:
+        """The flow of the call for its model, then for each fallback model in turn, if any."""
+        if fallbacks and call.model is not None:
+            return self._fall_back(call, call.model, fallbacks, deadline)
+        return self._call(call, deadline)
+
     def _fall_back(
-        self, call: APICall[Any], fallbacks: Sequence[str], deadline: Deadline | None
+        self,
+        call: APICall[Any],
+        first_model: str,
+        fallbacks: Sequence[str],
+        deadline: Deadline | None,
     ) -> Flow[Any]:
         """Try the call's model, then each fallback in turn while the error says the model is
         unavailable; only a whole failed call moves on, so no output has reached the caller.
         The deadline is the whole call's: once it ran out, no other model is tried."""
-        body = json.loads(call.body) if call.body else None
-        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            return (yield from self._call(call, deadline))
-        models = [body["model"], *fallbacks]
+        models = [first_model, *fallbacks]
         failed: list[FailedAttempt] = []
         for index, model in enumerate(models):
-            attempt = call
-            if index:
-                attempt = replace(call, body=json.dumps({**body, "model": model}).encode())
+            attempt = call.for_model(model) if index else call
             try:
                 result = yield from self._call(attempt, deadline)
             except APIError as error:
@@ -233,7 +197,7 @@ class Pipeline:
             return (yield from self._attempts(call, deadline))
         except APIError as error:
             self.retry.record_asked_wait(error)
-            self.state.ledger.record_failure(model_of(call.body), error)
+            self.state.ledger.record_failure(call.model, error)
             raise
 
     def _attempts(self, call: APICall[Any], deadline: Deadline | None) -> Flow[Any]:
@@ -307,7 +271,7 @@ class Pipeline:
         """One attempt: the client-side rate limit, a concurrency slot, then the exchange,
         whose request's timeouts are lowered to the time left."""
         shared = self.state.shared
-        if shared is not None and self.state.budget is not None:
+        if shared is not None and self.state.limiter is not None:
             wait = self.rate_limit_wait((yield shared.slot_wait(self.retry.now())))
             while wait > 0:  # then count the request in the new window, like everyone else
                 self._check_wait(deadline, wait, request, attempts - 1)
@@ -380,14 +344,14 @@ class Pipeline:
         if call.streamed:
             return self.streamed_response(call, response, attempts, slot.take(), deadline)
         if call.stream:
-            from aigateway._streams.streams import ChunkDecoder
+            from aigateway._streams.chunks import ChunkDecoder
 
-            tally = StreamTally(self.state)
+            usage = StreamUsage(self.state.ledger)
             decoder = ChunkDecoder(call.parse, response, timer=timer)
-            tally.watch(decoder.tail)
+            usage.watch(decoder.tail)
             return (
                 yield from self._open_stream(
-                    call, request, response, decoder, tally, attempts, slot, deadline
+                    call, request, response, decoder, usage, attempts, slot, deadline
                 )
             )
         parsed = size if call.save_to is not None else parse_body(call.parse, response)
@@ -467,7 +431,7 @@ class Pipeline:
         request: httpx.Request,
         response: httpx.Response,
         decoder: ChunkDecoder[Any],
-        tally: StreamTally,
+        usage: StreamUsage,
         attempts: int,
         slot: Slot,
         deadline: Deadline | None,
@@ -498,7 +462,7 @@ class Pipeline:
         except BaseException:
             yield Close(response, body)
             raise
-        on_close = tally.closer(slot.take())
+        on_close = usage.closer(slot.take())
         if call.trace is not None:
             call.trace.first_chunk()
             on_close = call.trace.stream_closer(on_close, decoder)
@@ -520,10 +484,10 @@ class Pipeline:
         the window has requests left, or when the wait would be beyond the retry cap: then the
         request goes and the gateway's 429 says how long, raised at once); ``shared_wait``:
         the shared state's answer instead of this process's limiter."""
-        budget = self.state.budget
-        if budget is None:
+        limiter = self.state.limiter
+        if limiter is None:
             return 0.0
-        wait = budget.reserve(self.retry.now()) if shared_wait is None else shared_wait
+        wait = limiter.reserve(self.retry.now()) if shared_wait is None else shared_wait
         if wait > self.retry.max_wait:
             return 0.0
         if wait > 0 and logger.isEnabledFor(logging.DEBUG):
@@ -600,7 +564,7 @@ class Pipeline:
             return None
 
         def open_stream(response: httpx.Response) -> Any:
-            from aigateway._streams.streams import ChunkDecoder
+            from aigateway._streams.chunks import ChunkDecoder
 
             timer = self.stream_timeouts(call).timer(self.retry.monotonic, deadline)
             decoder = ChunkDecoder(call.parse, response, timer=timer)

@@ -9,12 +9,12 @@ A stream's span ends when the stream ends or is closed, with its time to first c
 chunk count. Message contents, headers and the API key are never recorded.
 
 This module is imported only when tracing is on, and imports ``opentelemetry`` (the ``otel``
-extra) through `aigateway._optional.require`; the request path knows only `CallObserver`.
+extra) through `aigateway._optional.require`; the request path knows only `CallObserver` and
+`CallTrace`, and each call's model and payload come from its `APICall` (no body is parsed).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     import httpx
     from opentelemetry.trace import Span, Tracer
 
-    from aigateway._pipeline.flow import APICall, Pipeline
-    from aigateway._streams.streams import ChunkDecoder
+    from aigateway._call.call import APICall
+    from aigateway._call.trace import StreamProgress
+    from aigateway._pipeline.flow import Pipeline
 
 __all__ = ["PROVIDER_NAME", "SpanTrace", "TracingObserver", "observer_for"]
 
@@ -77,12 +78,10 @@ class TracingObserver:
     def start(self, call: APICall[Any], pipeline: Pipeline) -> SpanTrace:
         from opentelemetry.trace import SpanKind
 
-        body = _json_object(call.body)
+        payload = call.payload or {}
         absolute = call.path.startswith(("http://", "https://"))
         url = pipeline.config.base_url
-        model = body.get("model")
-        if not isinstance(model, str):
-            model = None
+        model = call.model
         if absolute:
             operation, url = "download", url.join(call.path)
         else:
@@ -98,7 +97,7 @@ class TracingObserver:
         if model is not None:
             attributes["gen_ai.request.model"] = model
         for key, name in _REQUEST_ATTRIBUTES.items():
-            value = body.get(key)
+            value = payload.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 attributes[name] = value
         if operation == "generate_content":
@@ -159,7 +158,7 @@ class SpanTrace:
         self._span.set_attribute("gen_ai.response.time_to_first_chunk", elapsed)
 
     def stream_closer(
-        self, on_close: Callable[[], None], decoder: ChunkDecoder[Any]
+        self, on_close: Callable[[], None], stream: StreamProgress
     ) -> Callable[[], None]:
         self._streaming = True
 
@@ -168,9 +167,9 @@ class SpanTrace:
                 on_close()
             finally:
                 span = self._span
-                span.set_attribute("aigateway.stream.chunks", decoder.received)
-                span.set_attribute("aigateway.stream.completed", decoder.done)
-                self._describe(_StreamSummary(decoder.tail))
+                span.set_attribute("aigateway.stream.chunks", stream.received)
+                span.set_attribute("aigateway.stream.completed", stream.done)
+                self._describe(_StreamSummary(stream.tail))
                 span.end()
 
         return close
@@ -255,11 +254,3 @@ def _finish_reasons(choices: Iterable[Any]) -> list[str]:
         for choice in choices
         if isinstance(reason := getattr(choice, "finish_reason", None), str)
     ]
-
-
-def _json_object(body: bytes | None) -> dict[str, Any]:
-    try:
-        data = json.loads(body) if body else None
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

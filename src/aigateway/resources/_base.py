@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import replace
 from functools import cache
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_origin, get_type_hints
 from urllib.parse import quote
 
 from typing_extensions import ParamSpec, Required
@@ -16,9 +15,10 @@ from typing_extensions import ParamSpec, Required
 from aigateway.errors import InvalidRequestError, Violation
 
 if TYPE_CHECKING:
+    from aigateway._call.call import APICall
     from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
-    from aigateway._pipeline.flow import APICall, RawResponse
-    from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
+    from aigateway._pipeline.response import AsyncStreamedResponse, RawResponse, StreamedResponse
+    from aigateway.types.requests import RequestModel
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -118,34 +118,6 @@ def async_streaming_twin(
     return twin
 
 
-class Opening(Generic[R]):
-    """A stream or socket being opened: ``async with`` it (closed on leaving), or ``await`` it.
-
-    Nothing is sent until one of the two happens, so an unused opening leaves nothing behind.
-    """
-
-    def __init__(self, open_: Callable[[], Awaitable[R]]) -> None:
-        self._open = open_
-        self._opened: R | None = None
-
-    def __await__(self) -> Generator[Any, None, R]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> R:
-        self._opened = await self._open()
-        entered: R = await self._opened.__aenter__()  # type: ignore[attr-defined]
-        return entered
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._opened is not None:
-            await self._opened.__aexit__(exc_type, exc, tb)  # type: ignore[attr-defined]
-
-
 def path_parameter(name: str, value: object, allowed: str) -> str:
     """``value`` written into a URL path: the ``/`` of provider-prefixed ids (``meta-llama/...``)
     kept as the gateway writes it, every other reserved character (``?``, ``#``, ``%``, spaces,
@@ -176,6 +148,20 @@ def one_request(args: tuple[Any, ...], method: str) -> Any:
     if len(args) > 1:
         raise TypeError(f"{method}() takes one positional argument (a request), got {len(args)}")
     return args[0] if args else None
+
+
+def with_request(
+    request: object, expected: type[RequestModel], method: str, given: dict[str, Any]
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """A method's keywords, with the fields of ``request`` (a request model of type
+    ``expected``, or None) among them, and the names of those fields: they were checked when
+    the request was built, so the call does not check them again."""
+    if request is None:
+        return given, frozenset()
+    from aigateway.types.requests import request_params
+
+    params = request_params(request, expected, method, given)
+    return params, frozenset(params.keys() - given.keys())
 
 
 def check_keywords(given: Collection[str], allowed: Collection[str], method: str) -> None:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 from typing_extensions import Unpack
 
+from aigateway._call.call import APICall
 from aigateway._lazy import collector_paused
-from aigateway._pipeline.flow import APICall
+from aigateway._streams.opening import Opening
 from aigateway.resources._base import (
     AsyncResource,
-    Opening,
     SyncResource,
     async_raw_twin,
     async_streaming_twin,
@@ -24,6 +24,7 @@ from aigateway.resources._base import (
     raw_twin,
     split_options,
     streaming_twin,
+    with_request,
 )
 from aigateway.types._base import built
 from aigateway.types._validation import validate
@@ -46,8 +47,8 @@ from aigateway.types.chat_params import (
 
 if TYPE_CHECKING:
     from aigateway._streams.chat_stream import AsyncChatCompletionStream, ChatCompletionStream
+    from aigateway._streams.sockets import AsyncChatSocket, ChatSocket
     from aigateway._streams.streams import AsyncStream, Stream
-    from aigateway._streams.websocket import AsyncChatSocket, ChatSocket
     from aigateway.resources._structured import StructuredRequest
     from aigateway.types.requests import ChatCompletionCreateRequest
 
@@ -74,36 +75,46 @@ def _chunk_parser() -> Callable[[str | bytes], ChatCompletionChunk]:
     return built(ChatCompletionChunk).__pydantic_validator__.validate_json
 
 
-def build_create_call(params: Mapping[str, Any]) -> APICall[Any]:
-    """Check the arguments of ``create`` and describe the call; raises before anything is sent."""
+def build_create_call(
+    params: Mapping[str, Any], checked: Collection[str] = frozenset()
+) -> APICall[Any]:
+    """Check the arguments of ``create`` and describe the call; raises before anything is sent.
+
+    ``checked``: fields a request model checked when it was built; when the body holds only
+    those (and a boolean ``stream``), it is not checked again."""
     check_keywords(params, _KEYWORDS, "chat.completions.create")
     body, options = split_options(params)
-    messages = body.get("messages")
-    if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
-        body["messages"] = [message_param(m) for m in messages]
     adapter = _request_adapter()
-    validated = validate(adapter, body, ALLOWED)
+    if checked and all(
+        name in checked or (name == "stream" and isinstance(value, bool))
+        for name, value in body.items()
+    ):
+        validated = cast("ChatCompletionRequest", body)
+    else:
+        messages = body.get("messages")
+        if isinstance(messages, Iterable) and not isinstance(messages, (str, bytes, Mapping)):
+            body["messages"] = [message_param(m) for m in messages]
+        validated = validate(adapter, body, ALLOWED)
     stream = bool(validated.get("stream"))
     return APICall(
         "POST",
         "chat/completions",
         parse=_chunk_parser() if stream else built(ChatCompletion).model_validate_json,
+        payload=validated,
         body=adapter.dump_json(validated),
         options=options,  # type: ignore[arg-type]
         stream=stream,
     )
 
 
-def with_request(request: object, params: dict[str, Any]) -> dict[str, Any]:
-    """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one."""
+def create_params(request: object, params: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """``create``'s keywords, with a `ChatCompletionCreateRequest`'s fields when given one,
+    and the names of those fields (checked when the request was built)."""
     if request is None:
-        return params
-    from aigateway.types.requests import (
-        ChatCompletionCreateRequest,
-        request_params,
-    )  # when one is given
+        return params, frozenset()
+    from aigateway.types.requests import ChatCompletionCreateRequest  # when one is given
 
-    return request_params(request, ChatCompletionCreateRequest, "chat.completions.create", params)
+    return with_request(request, ChatCompletionCreateRequest, "chat.completions.create", params)
 
 
 def build_stream_call(params: Mapping[str, Any], method: str = "stream") -> APICall[Any]:
@@ -188,7 +199,7 @@ class Completions(SyncResource):
         ``stream`` still go as keywords).
         """
         result: ChatCompletion | Stream[ChatCompletionChunk] = self._request(
-            build_create_call(with_request(one_request(args, "chat.completions.create"), params))
+            build_create_call(*create_params(one_request(args, "chat.completions.create"), params))
         )
         return result
 
@@ -299,7 +310,7 @@ class AsyncCompletions(AsyncResource):
         ``stream`` still go as keywords).
         """
         result: ChatCompletion | AsyncStream[ChatCompletionChunk] = await self._request(
-            build_create_call(with_request(one_request(args, "chat.completions.create"), params))
+            build_create_call(*create_params(one_request(args, "chat.completions.create"), params))
         )
         return result
 

@@ -15,8 +15,8 @@ from typing import Generic, TypeVar
 import httpx
 from typing_extensions import Unpack
 
+from aigateway._call.call import APICall
 from aigateway._call.settings import site_root
-from aigateway._pipeline.flow import APICall
 from aigateway.errors import NotFoundError
 from aigateway.resources._base import OPTION_KEYS, AsyncResource, SyncResource, check_keywords
 from aigateway.types.chat_params import RequestOptions

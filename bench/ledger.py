@@ -52,7 +52,7 @@ class Outcome:
 
 def _stated(amount: Decimal) -> Decimal:
     """A balance as the mock's replies write it (`credits_value`: a float of 6 decimals)."""
-    from aigateway.testing._billing import credits_value
+    from aigateway.testing._core.billing import credits_value
 
     return Decimal(repr(credits_value(amount)))
 

@@ -3,7 +3,8 @@
 pytest loads this module in every run of every project installed next to aigateway (the
 ``pytest11`` entry point ``aigateway``), so it lives outside the ``aigateway`` package, whose
 import costs httpx and pydantic, and imports only pytest when it loads; the mock loads when a
-test first asks for it. Turn it off with ``-p no:aigateway``.
+test first asks for it, and with it the marker's support (`aigateway.testing._marker`: the
+options checked, the gateway built). Turn it off with ``-p no:aigateway``.
 
 Fixtures, each fresh per test:
 
@@ -30,8 +31,7 @@ any DNS query or packet; everything is restored when the test ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pytest
@@ -39,13 +39,11 @@ import pytest
 if TYPE_CHECKING:
     from aigateway import AsyncClient, Client
     from aigateway.testing import MockGateway
+    from aigateway.testing._marker import MarkerOptions
 
 _T = TypeVar("_T")
 
 MARKER = "aigateway"
-_PLUGIN_OPTIONS = ("faults", "allow_hosts")
-_NOT_FAULTS = frozenset({"clear", "run"})
-"""Public methods of `FaultPlan` that do not queue a fault."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,97 +56,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # -- the marker ------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class _Options:
-    """A test's ``aigateway`` marker, checked."""
-
-    gateway: dict[str, Any] = field(default_factory=dict)
-    faults: Callable[[MockGateway], object] | Sequence[Sequence[Any]] = ()
-    allow_hosts: frozenset[str] = frozenset()
-
-    def build(self) -> MockGateway:
-        """A fresh gateway with these options and faults."""
-        import functools
-
-        from aigateway.testing import MockGateway
-
-        gateway = _or_marker_error(lambda: MockGateway(**self.gateway))
-        if callable(self.faults):
-            self.faults(gateway)
-            return gateway
-        for name, *args in self.faults:
-            kwargs = args.pop() if args and isinstance(args[-1], dict) else {}
-            fault = functools.partial(getattr(gateway.faults, name), *args, **kwargs)
-            _or_marker_error(fault, f"faults entry {(name, *args, kwargs)!r}: ")
-        return gateway
-
-
-_OPTIONS_KEY = pytest.StashKey[_Options]()
+_OPTIONS_KEY = pytest.StashKey["MarkerOptions"]()
 
 
 def _marker_error(problem: str) -> NoReturn:
     pytest.fail(f"@pytest.mark.{MARKER}: {problem}", pytrace=False)
 
 
-def _or_marker_error(call: Callable[[], _T], context: str = "") -> _T:
-    """``call()``, or a marker error saying why the gateway refused the options."""
+def _checked(read: Callable[[], _T]) -> _T:
+    """``read()``, or the test failed with the problem of its marker (`MarkerError`)."""
+    from aigateway.testing._marker import MarkerError
+
     try:
-        return call()
-    except (TypeError, ValueError) as exc:
-        problem = f"{context}{exc}"
+        return read()
+    except MarkerError as exc:
+        problem = str(exc)
     _marker_error(problem)  # outside the except block: no chained traceback to read
 
 
-def _read_marker(marker: pytest.Mark | None) -> _Options:
-    """The options of ``marker`` (the closest one to the test), or a clear failure."""
-    if marker is None:
-        return _Options()
-    if marker.args:
-        _marker_error(f"takes keyword options only, got positional {marker.args!r}")
-    options = dict(marker.kwargs)
-    faults = options.pop("faults", ())
-    allow_hosts = options.pop("allow_hosts", ())
-    if options:
-        import inspect
-
-        from aigateway.testing import MockGateway
-
-        known = [name for name in inspect.signature(MockGateway).parameters if name != "self"]
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            _marker_error(
-                f"unknown option {', '.join(map(repr, unknown))}; "
-                f"allowed: {', '.join(sorted([*known, *_PLUGIN_OPTIONS]))}"
-            )
-    if isinstance(allow_hosts, str) or not all(isinstance(host, str) for host in allow_hosts):
-        _marker_error(f"allow_hosts must be a list of host names, got {allow_hosts!r}")
-    if not callable(faults):
-        _check_faults(faults)
-    return _Options(options, faults, frozenset(host.lower() for host in allow_hosts))
-
-
-def _check_faults(faults: object) -> None:
-    from aigateway.testing import FaultPlan
-
-    kinds = sorted(
-        name
-        for name, member in vars(FaultPlan).items()
-        if callable(member) and not name.startswith("_") and name not in _NOT_FAULTS
-    )
-    shape = "a list of (method, *args, {kwargs}) tuples or a callable taking the gateway"
-    if isinstance(faults, str | bytes) or not isinstance(faults, Sequence):
-        _marker_error(f"faults must be {shape}, got {faults!r}")
-    for entry in faults:
-        if isinstance(entry, str) or not isinstance(entry, Sequence) or not entry:
-            _marker_error(f"faults must be {shape}, got the entry {entry!r}")
-        if entry[0] not in kinds:
-            _marker_error(f"unknown fault {entry[0]!r}; faults: {', '.join(kinds)}")
-
-
-def _options_of(item: pytest.Item) -> _Options:
+def _options_of(item: pytest.Item) -> MarkerOptions:
+    """The options of the test's closest ``aigateway`` marker (the defaults without one)."""
     if _OPTIONS_KEY not in item.stash:
-        item.stash[_OPTIONS_KEY] = _read_marker(item.get_closest_marker(MARKER))
+        from aigateway.testing._marker import MarkerOptions
+
+        marker = item.get_closest_marker(MARKER)
+        item.stash[_OPTIONS_KEY] = _checked(
+            lambda: MarkerOptions.read(marker.args, marker.kwargs) if marker else MarkerOptions()
+        )
     return item.stash[_OPTIONS_KEY]
 
 
@@ -158,9 +92,11 @@ def _options_of(item: pytest.Item) -> _Options:
 @pytest.fixture
 def aigateway_mock(request: pytest.FixtureRequest) -> MockGateway:
     """A fresh mock gateway, configured by the test's ``@pytest.mark.aigateway(...)``."""
+    from aigateway.testing._marker import MarkerOptions
+
     node = request.node
-    options = _options_of(node) if isinstance(node, pytest.Item) else _Options()
-    return options.build()
+    options = _options_of(node) if isinstance(node, pytest.Item) else MarkerOptions()
+    return _checked(options.build)
 
 
 @pytest.fixture
@@ -198,6 +134,9 @@ class _NetworkGuard:
     """
 
     def __init__(self, allow_hosts: frozenset[str]) -> None:
+        from aigateway.testing._serving.server import is_loopback
+
+        self.is_loopback = is_loopback
         self.allowed = set(allow_hosts)
         self.blocked: list[str] = []
         self._saved: list[tuple[object, str, object]] = []
@@ -205,7 +144,7 @@ class _NetworkGuard:
     def check(self, host: object, port: object) -> None:
         __tracebackhide__ = True
         name = host.decode() if isinstance(host, bytes) else str(host)
-        if name.lower() in self.allowed or _is_loopback(name):
+        if name.lower() in self.allowed or self.is_loopback(name):
             return
         message = (
             f"aigateway's pytest plugin blocked a connection to {name!r} (port {port}): a test "
@@ -228,7 +167,7 @@ class _NetworkGuard:
             if host is not None:
                 guard.check(host, port)
             results = real_getaddrinfo(host, port, *args, **kwargs)
-            if host is not None and not _is_loopback(str(host)):
+            if host is not None and not guard.is_loopback(str(host)):
                 guard.allowed.update(str(result[4][0]).lower() for result in results)
             return results
 
@@ -263,19 +202,6 @@ class _NetworkGuard:
 
 _INHERITED = object()
 _GUARD_KEY = pytest.StashKey[_NetworkGuard]()
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host.partition("%")[0])
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 @pytest.hookimpl(tryfirst=True)

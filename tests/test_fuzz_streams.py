@@ -284,7 +284,7 @@ def test_a_deeply_nested_error_frame_over_a_served_socket_is_a_typed_error(
 ) -> None:
     """Over a real socket, a frame nested 30000 deep (under the 1 MiB frame limit)."""
     pytest.importorskip("websockets")
-    import aigateway.testing._asgi as asgi
+    import aigateway.testing._serving.asgi as asgi
     from aigateway import Client
     from aigateway.testing import MockGateway
 

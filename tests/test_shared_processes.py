@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from aigateway.testing import MockGateway
-from aigateway.testing._request_log import LoggedRequest
+from aigateway.testing._core.request_log import LoggedRequest
 
 from .shared_workers import (
     Job,

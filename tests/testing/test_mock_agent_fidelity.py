@@ -19,9 +19,8 @@ from pydantic import BaseModel, Field
 
 from aigateway import BadRequestError, Client, cli, pydantic_function_tool
 from aigateway.testing import MockGateway, RateLimits
-from aigateway.testing._policy import prompt_schema
-from aigateway.testing._schema import sample_schema
-from aigateway.testing._schema_keywords import conforms
+from aigateway.testing._model.policy import prompt_schema
+from aigateway.testing._model.schema import conforms, sample_schema
 
 from ._helpers import Chat, ok, user
 from ._schema_check import schema_errors

@@ -26,9 +26,9 @@ from aigateway.testing import (
     RequestContext,
     ServiceSpec,
 )
-from aigateway.testing._connections import BodyBudget
-from aigateway.testing._idempotency import IdempotencyStore
-from aigateway.testing._wire import MAX_ERROR_MESSAGE_CHARS, MockResponse, json_response
+from aigateway.testing._core.idempotency import IdempotencyStore
+from aigateway.testing._core.wire import MAX_ERROR_MESSAGE_CHARS, MockResponse, json_response
+from aigateway.testing._serving.connections import BodyBudget
 
 from ._helpers import user
 
@@ -607,10 +607,11 @@ def test_500_idle_connections_do_not_delay_a_new_clients_request() -> None:
 
 def test_the_websocket_settings_reach_uvicorn() -> None:
     pytest.importorskip("uvicorn")
-    from aigateway.testing._server import server_config
+    from aigateway.testing._serving.server import server_config
 
     limits = ConnectionLimits(websocket_ping_interval=3, websocket_ping_timeout=4, keep_alive=2)
-    config = server_config(MockGateway(), host="127.0.0.1", port=0, limits=limits)
+    state = MockGateway()._state  # what the front doors are given
+    config = server_config(state, host="127.0.0.1", port=0, limits=limits)
     assert (config.ws_ping_interval, config.ws_ping_timeout) == (3, 4)
     assert config.timeout_keep_alive == 2
     assert config.ws_max_size == limits.websocket_message_bytes

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from aigateway.testing import Account, MockGateway, ModelSpec, default_catalogue
-from aigateway.testing._accounts import Ledger
-from aigateway.testing._ids import IdSource
+from aigateway.testing._core.accounts import Ledger
+from aigateway.testing._core.ids import IdSource
 
 from ._helpers import user
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from aigateway.testing import MockGateway, ModelSpec, ServiceSpec
-from aigateway.testing._discovery import ENDPOINTS
+from aigateway.testing._routes.discovery import ENDPOINTS
 
 TEXT = "text/plain; charset=utf-8"
 DOCUMENTS = {

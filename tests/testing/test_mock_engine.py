@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aigateway.testing import MockClock
-from aigateway.testing._engine import (
+from aigateway.testing._model.engine import (
     DEFAULT_MAX_TOKENS,
     Engine,
     ScriptedReply,

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from aigateway.testing import Catalogue, MockGateway, ModelSpec, default_catalogue
-from aigateway.testing._catalogue import normalize_id
+from aigateway.testing._core.catalogue import normalize_id
 
 from ._helpers import user
 

@@ -10,7 +10,7 @@ import pytest
 
 from aigateway import AsyncClient, Client, InvalidRequestError
 from aigateway.testing import MockGateway
-from aigateway.testing._engine import MAX_REPLY_TOKENS
+from aigateway.testing._model.engine import MAX_REPLY_TOKENS
 
 from ..conftest import resolve
 from ._helpers import LOOKUP_TOOL, Chat, ok, schema_format, user

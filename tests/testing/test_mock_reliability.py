@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from aigateway.testing import MockGateway, RateLimits
-from aigateway.testing._ratelimits import PRESETS
+from aigateway.testing._core.rate_limits import PRESETS
 
 from ._helpers import parse_sse, user
 

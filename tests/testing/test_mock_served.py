@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from aigateway.testing import MockGateway
-from aigateway.testing._pacing import StreamPacing
+from aigateway.testing._core.pacing import StreamPacing
 
 from ._helpers import parse_sse, user
 

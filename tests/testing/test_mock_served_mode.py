@@ -28,7 +28,7 @@ from aigateway import (
     ServiceUnavailableError,
 )
 from aigateway.testing import MockClock, MockGateway
-from aigateway.testing._clock import DEFAULT_START
+from aigateway.testing._core.clock import DEFAULT_START
 
 from ._helpers import parse_sse, user
 

@@ -166,7 +166,7 @@ def test_what_only_the_service_can_tell(client: httpx.Client) -> None:
 def test_an_uploaded_file_over_the_limit_is_refused(
     client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("aigateway.testing._service_context.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("aigateway.testing._core.context.MAX_FILE_BYTES", 10)
     data = base64.b64encode(b"0123456789A").decode()
     response = run(client, "whisper-1", {"audio": f"data:audio/wav;base64,{data}"})
     assert response.status_code == 400

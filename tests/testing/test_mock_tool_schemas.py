@@ -1,4 +1,4 @@
-"""The schema sampler behind the mock's tool-call arguments (`aigateway.testing._schema`):
+"""The schema sampler behind the mock's tool-call arguments (`aigateway.testing._model.schema`):
 values for generated schemas (hypothesis) validate, at the wire and sampled directly, as do
 type lists, $ref, allOf, uniqueItems and draft-4 bounds; and the test checker itself can fail."""
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aigateway.testing import MockGateway, MockRequest
-from aigateway.testing._schema import sample_arguments, sample_schema
+from aigateway.testing._model.schema import sample_arguments, sample_schema
 
 from ._helpers import user
 from ._schema_check import schema_errors

@@ -304,7 +304,7 @@ def _port(text: str) -> int:
 
 def _mock_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     from aigateway.testing import MockGateway
-    from aigateway.testing._server import is_loopback
+    from aigateway.testing._serving.server import is_loopback
 
     port = _port(args.port)
     if args.accounts < 0:

@@ -17,36 +17,56 @@ injection (``gateway.faults``)::
             "model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}).json()
     assert gateway.credits() < 20
 
-The core imports nothing of the client side but `aigateway.types` and `aigateway.errors`, so
-it serves any client, the official ``openai`` SDK included.
+The mock imports nothing of the client side but `aigateway.types` and `aigateway.errors` (only
+`aigateway.testing._clients` hands out our own clients wired to it), so it serves any client,
+the official ``openai`` SDK included. Its parts, each a subpackage, top to bottom (each imports
+only those below it):
+
+* ``_gateway.py``: `MockGateway`, the state composed with its front doors; ``_clients.py``;
+  ``scorecard.py`` (``python -m aigateway.testing.scorecard``); ``_marker.py``, the support
+  of the pytest plugin's ``aigateway`` marker;
+* ``_serving/``: the front doors, given the state: the in-process httpx transport and
+  WebSocket (delivery faults acted out as httpx errors), the ASGI app on uvicorn and what a
+  connection may hold; ``_routes/``: what the gateway answers (chat and models, the
+  services and their planners, discovery documents, the admin API); ``_record/``: record
+  and replay of real exchanges (`CassetteTransport`);
+* ``_core/``: the sans-io gateway: request and reply values, the state and `handle`, the
+  router and what handlers get, accounts and credits, catalogues, files and stores, quotas,
+  rate limits, idempotency, faults, pacing, clock, ids, the request log;
+* ``_model/``: the seeded fake model behind chat; ``_sql/``: the sandboxed SQLite behind the
+  database services.
 """
 
 from __future__ import annotations
 
-from aigateway.testing._accounts import Account, Charge, ChargeResult, Ledger
-from aigateway.testing._cassette import CassetteError, CassetteTransport
-from aigateway.testing._catalogue import Catalogue, ModelSpec, default_catalogue
-from aigateway.testing._clock import MockClock
-from aigateway.testing._connections import ConnectionLimits
-from aigateway.testing._engine import ScriptedReply
-from aigateway.testing._faults import FaultPlan
-from aigateway.testing._gateway import MockGateway
-from aigateway.testing._idempotency import IdempotencyStore
-from aigateway.testing._quotas import Quota, QuotaExceeded, Quotas
-from aigateway.testing._ratelimits import PRESETS as RATE_LIMIT_PRESETS
-from aigateway.testing._ratelimits import RateLimiter, RateLimits
-from aigateway.testing._routes import RequestContext
-from aigateway.testing._run import ServiceCategory
-from aigateway.testing._service_context import Plan, ServiceContext, refuse
-from aigateway.testing._services import (
+from aigateway.testing._core.accounts import Account, Charge, ChargeResult, Ledger
+from aigateway.testing._core.catalogue import Catalogue, ModelSpec, default_catalogue
+from aigateway.testing._core.clock import MockClock
+from aigateway.testing._core.context import (
+    Plan,
+    RequestContext,
+    ServiceCategory,
+    ServiceContext,
+    refuse,
+)
+from aigateway.testing._core.faults import FaultPlan
+from aigateway.testing._core.idempotency import IdempotencyStore
+from aigateway.testing._core.quotas import Quota, QuotaExceeded, Quotas
+from aigateway.testing._core.rate_limits import PRESETS as RATE_LIMIT_PRESETS
+from aigateway.testing._core.rate_limits import RateLimiter, RateLimits
+from aigateway.testing._core.services import (
     FileStore,
     ServiceCatalogue,
     ServiceSpec,
     ServiceStores,
     default_services,
 )
-from aigateway.testing._transport import MockTransport
-from aigateway.testing._wire import MockRequest, MockResponse, error_response, json_response
+from aigateway.testing._core.wire import MockRequest, MockResponse, error_response, json_response
+from aigateway.testing._gateway import MockGateway
+from aigateway.testing._model.engine import ScriptedReply
+from aigateway.testing._record.cassette import CassetteError, CassetteTransport
+from aigateway.testing._serving.connections import ConnectionLimits
+from aigateway.testing._serving.transport import MockTransport
 
 __all__ = [
     "Account",

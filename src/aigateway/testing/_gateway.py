@@ -1,83 +1,64 @@
 """`MockGateway`: the whole Unified AI Gateway as an in-process, stateful, deterministic object.
 
-The gateway holds the state (accounts and credits, the model catalogue, the fake engine, a
-clock, the requests it received) and answers `MockRequest`s with `MockResponse`s in
-`MockGateway.handle`, without any I/O. Transports put it behind httpx today; an ASGI app can
-put the same ``handle`` behind uvicorn.
+A gateway is its state (`aigateway.testing._core.state.GatewayState`: accounts and credits,
+the catalogues, the fake model's replies, a clock, limits, faults, the requests it received)
+composed with its front doors, each given the state, never the gateway:
 
-Routes (`_routes.Router`; handlers get a narrow `RequestContext`):
-
-* ``POST /v1/chat/completions``, ``GET /v1/models`` and ``GET /v1/models/{id}`` (`_chat`);
-* ``POST /v1/run``, ``POST /v1/image/generate`` and ``GET /v1/files/{id}``: the non-chat
-  services, billed per their units (`_run`, `_services`, `_planners_media`, `_planners_data`);
-* ``GET /llms.txt`` and the other public discovery files at the site root (`_discovery`);
-* the admin API under ``/_mock/``, behind ``admin_token`` (`_admin`);
-* routes users add with `MockGateway.add_route`; anything else is a 404 (unknown path) or 405
-  (wrong method), both with an Error body.
+* the routes (`aigateway.testing._routes`): ``POST /v1/chat/completions``, ``GET /v1/models``
+  and ``GET /v1/models/{id}``; ``POST /v1/run``, ``POST /v1/image/generate`` and
+  ``GET /v1/files/{id}`` (the non-chat services, billed per their units); ``GET /llms.txt``
+  and the other public discovery files at the site root; the admin API under ``/_mock/``,
+  behind ``admin_token``; routes users add with `MockGateway.add_route`. Anything else is a
+  404 (unknown path) or 405 (wrong method), both with an Error body;
+* the in-process httpx transport and WebSocket (`transport`), the ASGI app on uvicorn
+  (`serve`) (`aigateway.testing._serving`);
+* our own clients wired to it (`client`, `async_client`, from `aigateway.testing._clients`).
 
 Every reply carries ``content-type``, ``x-request-id`` (``req_`` + hex from the seed and a
-counter) and the ``X-RateLimit-*`` headers (`_guard`). Handling is thread-safe: the ledger
-checks and debits under a lock, and the other shared state (request log, queued replies, id
-counters, clock) has locks of its own.
+counter) and the ``X-RateLimit-*`` headers. `MockGateway.handle` answers without any I/O.
 """
 
 from __future__ import annotations
 
-import logging
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aigateway.testing._accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
-from aigateway.testing._admin import add_admin_routes, is_admin_path
-from aigateway.testing._catalogue import Catalogue, ModelSpec, default_catalogue
-from aigateway.testing._chat import chat_completions, list_models, retrieve_model, unknown_fields
-from aigateway.testing._clock import MockClock
-from aigateway.testing._discovery import add_discovery_routes
-from aigateway.testing._engine import ScriptedReply
-from aigateway.testing._faults import FaultPlan
-from aigateway.testing._guard import guarded, rate_limit_headers
-from aigateway.testing._idempotency import IdempotencyStore
-from aigateway.testing._ids import IdSource
-from aigateway.testing._pacing import StreamPacing
-from aigateway.testing._quotas import Quota, Quotas
-from aigateway.testing._ratelimits import RateLimiter, RateLimits
-from aigateway.testing._replies import ChatReplies, ReplyFunction
-from aigateway.testing._request_log import LOG_BODY_BYTES, LOG_SIZE, RequestLog
-from aigateway.testing._routes import Handler, Router
-from aigateway.testing._run import (
-    Planner,
-    ServiceCategory,
+from aigateway.testing import _clients
+from aigateway.testing._core.accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
+from aigateway.testing._core.catalogue import Catalogue, ModelSpec
+from aigateway.testing._core.clock import MockClock
+from aigateway.testing._core.context import Handler, Planner, ServiceCategory
+from aigateway.testing._core.faults import FaultPlan
+from aigateway.testing._core.idempotency import IdempotencyStore
+from aigateway.testing._core.pacing import StreamPacing
+from aigateway.testing._core.quotas import Quota, Quotas
+from aigateway.testing._core.rate_limits import RateLimiter, RateLimits
+from aigateway.testing._core.request_log import LOG_BODY_BYTES, LOG_SIZE
+from aigateway.testing._core.services import FileStore, ServiceCatalogue, ServiceSpec, ServiceStores
+from aigateway.testing._core.state import DEFAULT_BASE_URL, GatewayState
+from aigateway.testing._core.wire import MockRequest, MockResponse
+from aigateway.testing._model.engine import ScriptedReply
+from aigateway.testing._model.replies import ChatReplies, ReplyFunction
+from aigateway.testing._routes.admin import add_admin_routes
+from aigateway.testing._routes.chat import chat_completions, list_models, retrieve_model
+from aigateway.testing._routes.discovery import add_discovery_routes
+from aigateway.testing._routes.run import (
     builtin_categories,
     delete_file,
     handle_file,
     handle_image_generate,
     handle_run,
 )
-from aigateway.testing._services import (
-    FileStore,
-    ServiceCatalogue,
-    ServiceSpec,
-    ServiceStores,
-    default_services,
-)
-from aigateway.testing._wire import MockRequest, MockResponse, error_response
+from aigateway.testing._serving.transport import MockTransport
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from aigateway._client.clients import AsyncClient, Client
-    from aigateway.testing._connections import ConnectionLimits
-    from aigateway.testing._server import ClockMode
-    from aigateway.testing._transport import MockTransport
+    from aigateway.testing._clients import AsyncClient, Client
+    from aigateway.testing._serving.connections import ConnectionLimits
+    from aigateway.testing._serving.server import ClockMode
 
 __all__ = ["DEFAULT_BASE_URL", "MockGateway"]
-
-_log = logging.getLogger("aigateway.testing")
-
-DEFAULT_BASE_URL = "http://mock.aigateway.local/v1"
-"""The base URL of an in-process gateway (any host works with its transport)."""
 
 
 class MockGateway:
@@ -120,69 +101,146 @@ class MockGateway:
         quota: Quota | None = None,
         strict_fields: bool = False,
     ) -> None:
-        if max_body_bytes < 1:
-            raise ValueError(f"max_body_bytes must be at least 1, got {max_body_bytes!r}")
-        self._request_log = RequestLog(max_logged_requests, max_logged_body_bytes)
-        self.seed = seed
-        self.max_body_bytes = max_body_bytes
-        """The largest request body answered (in bytes); a larger one is a 413."""
-        self.strict_fields = strict_fields
-        """False: unknown chat body fields are accepted and named in ``X-Mock-Unknown-Fields``;
-        True: they are a 400 naming them."""
-        self.stream_pacing = StreamPacing(time_to_first_token, token_delay)
-        """How fast streams flow (instant by default); replace it to change the pace."""
-        self.clock = clock if clock is not None else MockClock()
-        """The time source of ``created`` fields; set or advance it from tests."""
-        self._ids = IdSource(seed, fixed_secrets=fixed_keys)
-        self.replies = ChatReplies(seed)
-        """Where chat replies come from: queued ones, the reply function, the fake model."""
-        self._catalogue = Catalogue(default_catalogue() if catalogue is None else catalogue)
-        self.ledger = Ledger(self._ids)
-        """Accounts, balances and charges."""
-        self.account = self.ledger.create_account(credits)
-        """The default account; its key is ``api_key``."""
-        self.categories: dict[str, ServiceCategory] = builtin_categories()
-        """The service categories ``/run`` knows, by name (`add_service_category` adds one)."""
-        self.services = ServiceCatalogue(
-            default_services() if services is None else services, self.categories
+        self._state = GatewayState(
+            seed=seed,
+            catalogue=catalogue,
+            credits=credits,
+            clock=clock,
+            services=services,
+            categories=builtin_categories(),
+            rate_limits=rate_limits,
+            time_to_first_token=time_to_first_token,
+            token_delay=token_delay,
+            fixed_keys=fixed_keys,
+            max_body_bytes=max_body_bytes,
+            max_logged_requests=max_logged_requests,
+            max_logged_body_bytes=max_logged_body_bytes,
+            quota=quota,
+            strict_fields=strict_fields,
         )
-        """The non-chat services ``/run`` serves: a mutable mapping id -> `ServiceSpec`."""
-        self.quotas = Quotas(self.ledger, quota)
-        """What each account may keep (files, their bytes, SQL databases): ``quota`` (a
-        `Quota`, its defaults when None) unless ``quotas.set(Quota(...), account)`` gives an
-        account its own."""
-        self.files = FileStore(self._ids, self.quotas)
-        """Files the services made or stored, served at ``/v1/files/{id}``."""
-        self.stores = ServiceStores(quotas=self.quotas)
-        """The objects of the storage services and the SQL databases of the database ones."""
-        self._router = _builtin_router()
-        self.rate_limits = RateLimiter(self.clock, rate_limits)
-        """Per-key limits (a preset name or `RateLimits`): ``rate_limits.set("starter", key)``."""
-        self.idempotency = IdempotencyStore(self.clock)
-        """Idempotency keys seen, per account, for 24 hours of the clock."""
-        self.faults = FaultPlan(self.clock.now, lambda request: rate_limit_headers(self, request))
-        """Faults for the next requests: ``faults.fail(503, times=2)``, ``faults.drop()``..."""
-        self.admin_token: str | None = secrets.token_urlsafe(24)
-        """The secret of the admin API under ``/_mock/`` (``Authorization: Bearer <token>``);
-        None turns it off."""
-        add_admin_routes(self, self._request_log)
+        _add_builtin_routes(self._state)
 
     # -- state -----------------------------------------------------------------------------
 
     @property
+    def seed(self) -> int:
+        """The seed every reply and id derives from."""
+        return self._state.seed
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body answered (in bytes); a larger one is a 413."""
+        return self._state.max_body_bytes
+
+    @max_body_bytes.setter
+    def max_body_bytes(self, limit: int) -> None:
+        self._state.max_body_bytes = limit
+
+    @property
+    def strict_fields(self) -> bool:
+        """False: unknown chat body fields are accepted and named in ``X-Mock-Unknown-Fields``;
+        True: they are a 400 naming them."""
+        return self._state.strict_fields
+
+    @strict_fields.setter
+    def strict_fields(self, strict: bool) -> None:
+        self._state.strict_fields = strict
+
+    @property
+    def stream_pacing(self) -> StreamPacing:
+        """How fast streams flow (instant by default); replace it to change the pace."""
+        return self._state.stream_pacing
+
+    @stream_pacing.setter
+    def stream_pacing(self, pacing: StreamPacing) -> None:
+        self._state.stream_pacing = pacing
+
+    @property
+    def clock(self) -> MockClock:
+        """The time source of ``created`` fields; set or advance it from tests."""
+        return self._state.clock
+
+    @property
+    def replies(self) -> ChatReplies:
+        """Where chat replies come from: queued ones, the reply function, the fake model."""
+        return self._state.replies
+
+    @property
+    def ledger(self) -> Ledger:
+        """Accounts, balances and charges."""
+        return self._state.ledger
+
+    @property
+    def account(self) -> Account:
+        """The default account; its key is ``api_key``."""
+        return self._state.account
+
+    @property
     def api_key(self) -> str:
         """The default account's API key."""
-        return self.account.key
+        return self._state.account.key
 
     @property
     def catalogue(self) -> Catalogue:
         """The models served, a mutable mapping id -> `ModelSpec`; assign any iterable of
         `ModelSpec` to replace them all."""
-        return self._catalogue
+        return self._state.catalogue
 
     @catalogue.setter
     def catalogue(self, specs: Iterable[ModelSpec]) -> None:
-        self._catalogue = specs if isinstance(specs, Catalogue) else Catalogue(specs)
+        self._state.catalogue = specs if isinstance(specs, Catalogue) else Catalogue(specs)
+
+    @property
+    def categories(self) -> dict[str, ServiceCategory]:
+        """The service categories ``/run`` knows, by name (`add_service_category` adds one)."""
+        return self._state.categories
+
+    @property
+    def services(self) -> ServiceCatalogue:
+        """The non-chat services ``/run`` serves: a mutable mapping id -> `ServiceSpec`."""
+        return self._state.services
+
+    @property
+    def quotas(self) -> Quotas:
+        """What each account may keep (files, their bytes, SQL databases): ``quota`` (a
+        `Quota`, its defaults when None) unless ``quotas.set(Quota(...), account)`` gives an
+        account its own."""
+        return self._state.quotas
+
+    @property
+    def files(self) -> FileStore:
+        """Files the services made or stored, served at ``/v1/files/{id}``."""
+        return self._state.files
+
+    @property
+    def stores(self) -> ServiceStores:
+        """The objects of the storage services and the SQL databases of the database ones."""
+        return self._state.stores
+
+    @property
+    def rate_limits(self) -> RateLimiter:
+        """Per-key limits (a preset name or `RateLimits`): ``rate_limits.set("starter", key)``."""
+        return self._state.rate_limits
+
+    @property
+    def idempotency(self) -> IdempotencyStore:
+        """Idempotency keys seen, per account, for 24 hours of the clock."""
+        return self._state.idempotency
+
+    @property
+    def faults(self) -> FaultPlan:
+        """Faults for the next requests: ``faults.fail(503, times=2)``, ``faults.drop()``..."""
+        return self._state.faults
+
+    @property
+    def admin_token(self) -> str | None:
+        """The secret of the admin API under ``/_mock/`` (``Authorization: Bearer <token>``);
+        None turns it off."""
+        return self._state.admin_token
+
+    @admin_token.setter
+    def admin_token(self, token: str | None) -> None:
+        self._state.admin_token = token
 
     @property
     def requests(self) -> list[MockRequest]:
@@ -190,12 +248,12 @@ class MockGateway:
         request that reached its route (a valid key, within the body and rate limits) keeps
         its body, and only its first ``max_logged_body_bytes`` (``body_cut`` then says so);
         a request without a valid key is kept without its ``Authorization`` header."""
-        return self._request_log.requests()
+        return self._state.request_log.requests()
 
     @property
     def charges(self) -> list[Charge]:
         """Every accepted charge, oldest first (a copy)."""
-        return self.ledger.charges
+        return self._state.ledger.charges
 
     def create_account(self, credits: float = FREE_TIER_CREDITS) -> Account:
         """A new account with its own API key (``account.key``), 20 credits by default."""
@@ -242,7 +300,7 @@ class MockGateway:
         under ``path`` (the rest is ``ctx.argument``). Rate limits, idempotency keys, faults
         and the request log apply as to the built-in routes (paths under ``/_mock/`` are the
         admin API's, exempt from them); a route already there is replaced."""
-        self._router.add(method, path, handler, prefix=prefix)
+        self._state.router.add(method, path, handler, prefix=prefix)
 
     def add_service_category(
         self,
@@ -261,11 +319,11 @@ class MockGateway:
         ``max_chars`` bounds string inputs by name (``{"text": 10_000}``: longer is a 400)."""
         self.categories[name] = ServiceCategory(name, inputs, plan, allowed, max_chars)
 
+    # -- front doors -----------------------------------------------------------------------
+
     def transport(self) -> MockTransport:
         """An httpx transport (sync and async) that sends requests to this gateway."""
-        from aigateway.testing._transport import MockTransport
-
-        return MockTransport(self)
+        return MockTransport(self._state)
 
     def serve(
         self,
@@ -285,10 +343,10 @@ class MockGateway:
         connection may hold: deadlines, connections per client, body bytes in flight. The
         gateway's errors (a 500's traceback and request id) go to stderr while it serves.
         Needs the ``server`` extra."""
-        from aigateway.testing._server import serve
+        from aigateway.testing._serving.server import serve  # the ASGI app, when it serves
 
         return serve(
-            self,
+            self._state,
             host=host,
             port=port,
             clock=clock,
@@ -302,104 +360,34 @@ class MockGateway:
         ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
         waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
-        from aigateway._client.clients import Client
-        from aigateway.testing._delivery import mock_time_retry_policy
-
-        options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
-
-        return Client(
-            api_key=api_key or self.api_key,
-            base_url=self.base_url,
-            transport=self.transport(),
-            **options,
-        )
+        return _clients.client(self.transport(), api_key or self.api_key, **options)
 
     def async_client(self, *, api_key: str | None = None, **options: Any) -> AsyncClient:
         """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key)."""
-        from aigateway._client.clients import AsyncClient
-        from aigateway.testing._delivery import mock_time_retry_policy
-
-        options.setdefault("retry_policy", mock_time_retry_policy(self.clock))
-
-        return AsyncClient(
-            api_key=api_key or self.api_key,
-            base_url=self.base_url,
-            transport=self.transport(),
-            **options,
-        )
+        return _clients.async_client(self.transport(), api_key or self.api_key, **options)
 
     # -- handling --------------------------------------------------------------------------
 
     def handle(self, request: MockRequest) -> MockResponse:
         """Answer one request; never raises (an internal failure is a 500 Error reply)."""
-        admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited
-        request_id = self._ids.next("admin request" if admin else "request", "req_")
-        received = self.clock.now()
-        refused = False  # by the body limit or a rate limit: the log keeps no body
-
-        def route() -> MockResponse:
-            return self._router.route(self, request, request_id)
-
-        def refuse() -> None:
-            nonlocal refused
-            refused = True
-
-        try:
-            if admin:
-                response = route()
-            else:
-                response = self.faults.run(
-                    request, lambda: guarded(self, request, request_id, route, on_refused=refuse)
-                )
-        except Exception:  # a bug (or a user's handler failed): answer, do not crash the server
-            _log.exception("the mock gateway failed to answer request %s", request_id)
-            response = error_response(
-                500,
-                f"the mock gateway failed to answer this request (request id {request_id}; "
-                "the details are in the log of the process running it)",
-                "server_error",
-                "internal_error",
-                headers=rate_limit_headers(self, request),
-            )
-        response.headers["x-request-id"] = request_id
-        if not admin:
-            known_key = self.ledger.account(request.bearer_key) is not None
-            self._request_log.add(
-                request,
-                request_id,
-                response.status,
-                self.clock.now(),
-                received,
-                known_key=known_key,
-                refused=refused,
-                unknown_fields=unknown_fields(response),
-            )
-        return response
+        return self._state.handle(request)
 
     def new_id(self, kind: str, prefix: str) -> str:
         """A fresh id for an object of ``kind``, deterministic under the seed."""
-        return self._ids.next(kind, prefix)
+        return self._state.new_id(kind, prefix)
 
     def authenticate(self, request: MockRequest) -> Account | MockResponse:
         """The account of ``request``'s bearer key, or the 401 to answer with."""
-        key = request.bearer_key
-        if not key:
-            message = "missing API key: send the header 'Authorization: Bearer <API_KEY>'"
-        else:
-            account = self.ledger.account(key)
-            if account is not None:
-                return account
-            message = "invalid API key: no account has this key"
-        return error_response(401, message, "authentication_error", "invalid_api_key")
+        return self._state.authenticate(request)
 
 
 def _key_of(key_or_account: str | Account) -> str:
     return key_or_account.key if isinstance(key_or_account, Account) else key_or_account
 
 
-def _builtin_router() -> Router:
-    """A router with the gateway's own routes."""
-    router = Router()
+def _add_builtin_routes(state: GatewayState) -> None:
+    """The gateway's own routes: chat and models, the services, discovery, the admin API."""
+    router = state.router
     router.add("POST", "/v1/chat/completions", chat_completions)
     router.add("GET", "/v1/models", list_models)
     router.add("GET", "/v1/models/", retrieve_model, prefix=True)
@@ -408,4 +396,4 @@ def _builtin_router() -> Router:
     router.add("GET", "/v1/files/", handle_file, prefix=True)
     router.add("DELETE", "/v1/files/", delete_file, prefix=True)
     add_discovery_routes(router)
-    return router
+    add_admin_routes(state)

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aigateway.testing._gateway import MockGateway
+from aigateway import errors
+from aigateway.testing import MockGateway, _clients
 
 __all__ = ["Row", "Scenario", "main", "run_scorecard"]
 
@@ -170,16 +171,13 @@ class _Caller:
 
 class _AIGateway(_Caller):
     def call(self, url: str, key: str, stream: bool) -> None:
-        from aigateway._client.clients import Client
-        from aigateway._pipeline.retry import RetryPolicy
-
-        policy = RetryPolicy(initial_wait=0.01, max_wait=2.0)
-        with Client(
-            api_key=key,
-            base_url=url,
+        with _clients.served_client(
+            url,
+            key,
+            first_wait=0.01,
+            max_wait=2.0,
             max_retries=2,
             timeout=TIMEOUT,
-            retry_policy=policy,
             stream_idle_timeout=TIMEOUT,
         ) as client:
             if not stream:
@@ -190,8 +188,6 @@ class _AIGateway(_Caller):
                     pass
 
     def kind_of(self, error: BaseException) -> str | None:
-        from aigateway import errors
-
         kinds: list[tuple[type[BaseException], str]] = [
             (errors.IncompleteStreamError, "incomplete"),
             (errors.APITimeoutError, "timeout"),

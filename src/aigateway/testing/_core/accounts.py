@@ -1,10 +1,10 @@
 """Accounts, API keys and the credits ledger of the mock gateway.
 
-Each account has an id, an API key and a balance in credits (20 for a new account, the spec's
-free tier). `Ledger.charge` checks and debits under one lock, so concurrent requests can never
-spend the same credits twice or drive a balance below zero: a charge the balance does not cover
-is refused and nothing changes. Every accepted charge is recorded (`Charge`), so tests can sum
-what was billed and compare it with the balances.
+Each account has an id, an API key and a balance in credits (20 for a new account, the
+gateway's free tier). `Ledger.charge` checks and debits under one lock, so concurrent requests
+can never spend the same credits twice or drive a balance below zero: a charge the balance does
+not cover is refused and nothing changes. Every accepted charge is recorded (`Charge`), so tests
+can sum what was billed and compare it with the balances.
 
 Balances are kept as `decimal.Decimal` internally, so that sums of many small charges are exact;
 the public API reads and writes floats, and replies round them to 6 decimals.
@@ -16,12 +16,12 @@ import threading
 from dataclasses import dataclass
 from decimal import Decimal
 
-from aigateway.testing._ids import IdSource
+from aigateway.testing._core.ids import IdSource
 
 __all__ = ["Account", "Charge", "ChargeResult", "Ledger", "to_decimal"]
 
 FREE_TIER_CREDITS = 20.0
-"""What a new account starts with (spec section 8)."""
+"""What a new account starts with (the gateway's free tier)."""
 
 
 def to_decimal(amount: float | int | Decimal) -> Decimal:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from aigateway.testing._wire import MockResponse, error_response
+from aigateway.testing._core.wire import MockResponse, error_response
 
 __all__ = [
     "BALANCE_WARNING_THRESHOLD",

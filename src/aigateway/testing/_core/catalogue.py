@@ -1,17 +1,17 @@
 """The mock gateway's model catalogue: data the user can read, replace and extend.
 
-`default_catalogue` returns the 11 chat models the spec's machine-readable description
+`default_catalogue` returns the 11 chat models the API's machine-readable description
 enumerates in kind: three provider families (an OpenAI-like, an Anthropic-like and a Google-like
 one) plus two ``<provider>/<name>`` ids. Nothing else in the mock hard-codes an id: the
 gateway serves whatever `Catalogue` it holds.
 
-Id spelling (design section 2): published examples write version digits with hyphens or dots
+Id spelling: published examples write version digits with hyphens or dots
 (``claude-3-5-sonnet`` / ``claude-3.5-sonnet``). A lookup accepts both, and any letter case;
 replies always echo the catalogue's own spelling. An unknown id gets the closest known ids
 (difflib), for the 404's message.
 
-``GET /models`` entries carry the spec's Model fields (``id``, ``object``, ``created``,
-``owned_by``) and, since the spec says pricing and capability fields are returned without
+``GET /models`` entries carry the API's Model fields (``id``, ``object``, ``created``,
+``owned_by``) and, since the API description says pricing and capability fields are returned without
 naming them, these extra fields (our names)::
 
     "pricing": {"input_per_1k": 0.005, "output_per_1k": 0.015, "unit": "credits"},

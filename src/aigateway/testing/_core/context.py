@@ -1,12 +1,27 @@
-"""What a service's planner gets and gives: `ServiceContext` in, a `Plan` out.
+"""What the gateway gives the code that answers a request, and what that code gives back.
+
+A route handler (built-in or added with ``gateway.add_route``) is a function
+``handler(ctx) -> MockResponse``. It gets a narrow `RequestContext` (the request, its id, the
+rest of the path for a prefix route, and the few parts of the gateway a handler needs: the key
+check, the ledger, ids, the clock, the stores) rather than the gateway itself, so built-in
+routes and routes users add are written alike::
+
+    def echo(ctx: RequestContext) -> MockResponse:
+        account = ctx.authenticate()
+        if isinstance(account, MockResponse):
+            return account  # the 401
+        return json_response(200, {"echo": ctx.json_object(), "account": account.id})
+
+    gateway.add_route("POST", "/v1/echo", echo)
 
 ``POST /run`` checks the key, the body and the service, then hands the checked inputs to the
-planner of the service's category: a function ``plan(ctx) -> Plan`` that checks what only the
-service can (a file it cannot read, bad SQL: ``raise refuse(400, ...)``), says how many units
-the call costs (``Plan.quantity``) and what it does once paid (``Plan.perform`` returns the
-output; ``Plan.cancel`` undoes a reservation when the balance is short). Nothing acts before it
-is paid. The built-in categories are planned in ``_planners_media`` and ``_planners_data``;
-``gateway.add_service_category`` registers more.
+planner of the service's `ServiceCategory`: a function ``plan(ctx) -> Plan`` given a
+`ServiceContext`, that checks what only the service can (a file it cannot read, bad SQL:
+``raise refuse(400, ...)``), says how many units the call costs (``Plan.quantity``) and what
+it does once paid (``Plan.perform`` returns the output; ``Plan.cancel`` undoes a reservation
+when the balance is short). Nothing acts before it is paid. The built-in categories are
+planned in `aigateway.testing._routes.planners`; ``gateway.add_service_category`` registers
+more.
 """
 
 from __future__ import annotations
@@ -15,61 +30,122 @@ import hashlib
 import json
 import random
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aigateway.testing._accounts import to_decimal
-from aigateway.testing._quotas import QuotaExceeded
-from aigateway.testing._routes import INVALID, RequestContext
-from aigateway.testing._wire import MockResponse, error_response
+from pydantic import TypeAdapter
+
+from aigateway.testing._core.quotas import QuotaExceeded
+from aigateway.testing._core.wire import (
+    INVALID,
+    JSON_MEDIA_TYPES,
+    MockRequest,
+    MockResponse,
+    error_response,
+    is_json_content_type,
+    json_loads_bounded,
+)
 from aigateway.types.files import MAX_FILE_BYTES, decode_data_url
 
 if TYPE_CHECKING:
-    from aigateway.testing._accounts import Account
-    from aigateway.testing._clock import MockClock
-    from aigateway.testing._services import FileStore, ServiceSpec, ServiceStores
+    from aigateway.testing._core.accounts import Account, Ledger
+    from aigateway.testing._core.catalogue import Catalogue
+    from aigateway.testing._core.clock import MockClock
+    from aigateway.testing._core.pacing import StreamPacing
+    from aigateway.testing._core.services import (
+        FileStore,
+        ServiceCatalogue,
+        ServiceSpec,
+        ServiceStores,
+    )
+    from aigateway.testing._model.replies import ChatReplies
 
 __all__ = [
     "FILES_PATH",
-    "MAX_IMAGE_SIDE",
-    "WORDS",
+    "Handler",
     "Plan",
+    "Planner",
     "Refusal",
+    "RequestContext",
+    "ServiceCategory",
     "ServiceContext",
-    "image_size",
-    "once",
     "refuse",
-    "sentences",
 ]
 
-MAX_IMAGE_SIDE = 2048
-"""The largest width or height the mock draws (a 400 above it)."""
 FILES_PATH = "/v1/files/"
+"""Where the gateway serves the files its services make."""
 
-WORDS = [
-    "gateway",
-    "model",
-    "signal",
-    "river",
-    "amber",
-    "quiet",
-    "orbit",
-    "lantern",
-    "meadow",
-    "copper",
-    "harbor",
-    "pixel",
-    "summit",
-    "velvet",
-    "garden",
-    "circuit",
-    "timber",
-    "echo",
-    "prism",
-    "falcon",
-]
+
+@dataclass
+class RequestContext:
+    """What a route handler may use: the request and the parts of the gateway it needs."""
+
+    request: MockRequest
+    request_id: str
+    argument: str
+    """The rest of the path after a prefix route's prefix, percent-decoded ("" otherwise)."""
+    clock: MockClock
+    seed: int
+    """The gateway's seed: replies derived from it are the same from run to run."""
+    ledger: Ledger
+    """Accounts and balances: ``ledger.charge(key, cost, model=..., request_id=...)``."""
+    catalogue: Catalogue
+    services: ServiceCatalogue
+    files: FileStore
+    stores: ServiceStores
+    base_url: str
+    replies: ChatReplies
+    """Where chat replies come from: queued ones, the reply function, the fake model."""
+    strict_fields: bool
+    """True: a body field the route does not know is a 400, not just reported."""
+    pacing: StreamPacing
+    """How fast streamed replies flow."""
+    service_categories: Mapping[str, ServiceCategory]
+    """The service categories the gateway runs, by name."""
+    _new_id: Callable[[str, str], str] = field(repr=False)
+    _authenticate: Callable[[MockRequest], Account | MockResponse] = field(repr=False)
+
+    def new_id(self, kind: str, prefix: str) -> str:
+        """A fresh id for an object of ``kind`` (``new_id("completion", "chatcmpl-")``)."""
+        return self._new_id(kind, prefix)
+
+    def authenticate(self) -> Account | MockResponse:
+        """The account of the request's bearer key, or the 401 to answer with."""
+        return self._authenticate(self.request)
+
+    def json_object(self) -> dict[str, Any] | MockResponse:
+        """The body as a JSON object, or the error to answer with: 415 for a ``Content-Type``
+        that is not JSON (none at all is taken as JSON), 400 for a body that is not JSON, too
+        deep, or not an object."""
+        content_type = self.request.headers.get("content-type")
+        if content_type is not None and not is_json_content_type(content_type):
+            return error_response(
+                415,
+                f"the body must be JSON: send Content-Type {JSON_MEDIA_TYPES}, not "
+                f"{content_type[:100]!r}",
+                INVALID,
+                "unsupported_media_type",
+            )
+        try:
+            raw = json_loads_bounded(self.request.body)
+        except ValueError as exc:
+            return error_response(
+                400, f"the body is not valid JSON: {exc}", INVALID, "invalid_json"
+            )
+        if not isinstance(raw, dict):
+            return error_response(
+                400,
+                f"the body must be a JSON object, got {type(raw).__name__}",
+                INVALID,
+                "invalid_body",
+            )
+        return raw
+
+
+Handler = Callable[[RequestContext], MockResponse]
+"""A route: ``handler(ctx)`` answers the request ``ctx`` holds."""
 
 
 class Refusal(Exception):
@@ -199,32 +275,34 @@ class ServiceContext:
         return data, mime
 
 
-def sentences(rng: random.Random, count: int) -> str:
-    out = []
-    for _ in range(count):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(5, 10))]
-        out.append(" ".join(words).capitalize() + ".")
-    return " ".join(out)
+Planner = Callable[[ServiceContext], "Plan | Mapping[str, Any]"]
+"""A service category's planner: ``plan(ctx)`` returns a `Plan`, or the output itself."""
 
 
-def image_size(ctx: ServiceContext, default: str) -> tuple[int, int]:
-    """The ``size`` input (``<width>x<height>``, checked by its type) as two numbers, each
-    at most `MAX_IMAGE_SIDE` (its digits are counted before they are converted)."""
-    longest = len(str(MAX_IMAGE_SIDE))
-    sides = [
-        int(part) if len(part) <= longest else MAX_IMAGE_SIDE + 1
-        for part in str(ctx.inputs.get("size", default)).split("x")
-    ]
-    if max(sides) > MAX_IMAGE_SIDE:
-        raise refuse(
-            400,
-            f"{ctx.param('size')}: the mock draws at most {MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE}",
-            "size_too_large",
-            ctx.param("size"),
-        )
-    width, height = sides
-    return width, height
+@dataclass(frozen=True)
+class ServiceCategory:
+    """A kind of service: what its inputs are (a TypedDict, a pydantic model or any type
+    pydantic validates) and how a call is planned (``plan(ctx)`` returns a `Plan`, or simply
+    the output, for a call of quantity 1 with nothing to undo)."""
+
+    name: str
+    inputs: Any
+    plan: Planner
+    allowed: Mapping[str, str] | None = None
+    """What to say is allowed, per field name, in a 400 (optional)."""
+    max_chars: Mapping[str, int] | None = None
+    """The longest string each input may be (or each string of a list), in characters;
+    longer is a 400 naming the limit (optional)."""
+
+    def adapter(self) -> TypeAdapter[Any]:
+        return _adapter(self.inputs)
 
 
-def once(quantity: float | int | Decimal, perform: Callable[[], dict[str, Any]]) -> Plan:
-    return Plan(to_decimal(quantity), perform)
+_ADAPTERS: dict[int, TypeAdapter[Any]] = {}
+
+
+def _adapter(inputs: Any) -> TypeAdapter[Any]:
+    found = _ADAPTERS.get(id(inputs))
+    if found is None:
+        found = _ADAPTERS[id(inputs)] = TypeAdapter(inputs)
+    return found

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from aigateway.testing._wire import MockRequest, MockResponse, error_body, json_response
+from aigateway.testing._core.wire import MockRequest, MockResponse, error_body, json_response
 
 __all__ = ["ConnectionDropped", "DeliveryFault", "FaultPlan", "FaultyResponse"]
 

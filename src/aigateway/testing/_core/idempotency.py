@@ -23,8 +23,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from aigateway.testing._clock import MockClock
-from aigateway.testing._wire import MockRequest, MockResponse, error_response
+from aigateway.testing._core.clock import MockClock
+from aigateway.testing._core.wire import MockRequest, MockResponse, error_response
 
 __all__ = [
     "IDEMPOTENCY_TTL",

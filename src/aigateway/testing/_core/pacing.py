@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from aigateway.testing._wire import MockResponse
+from aigateway.testing._core.wire import MockResponse
 
 __all__ = ["AsyncBody", "PacedBody", "StreamPacing", "held_pacing", "paced"]
 

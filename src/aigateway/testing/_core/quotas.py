@@ -22,12 +22,11 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aigateway.testing._routes import INVALID
-from aigateway.testing._sql import MAX_DATABASE_BYTES
-from aigateway.testing._wire import MockResponse, error_response
+from aigateway.testing._core.wire import INVALID, MockResponse, error_response
+from aigateway.testing._sql.database import MAX_DATABASE_BYTES
 
 if TYPE_CHECKING:
-    from aigateway.testing._accounts import Account, Ledger
+    from aigateway.testing._core.accounts import Account, Ledger
 
 __all__ = ["Quota", "QuotaExceeded", "Quotas"]
 

@@ -1,7 +1,7 @@
 """Rate limits of the mock gateway, per API key, on the mock's clock.
 
-The spec publishes three conflicting forms of the limits; the mock has one named preset per
-form (``shared/design.md`` section 2) and the default is ``free``:
+The API description publishes three conflicting forms of the limits; the mock has one named
+preset per form and the default is ``free``:
 
 ============== =====================================================================
 ``free``        60 requests/min and 90,000 tokens/min (the chat reference)
@@ -36,7 +36,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from aigateway.testing._clock import MockClock
+from aigateway.testing._core.clock import MockClock
 
 __all__ = ["PRESETS", "UNLIMITED", "Admission", "RateLimiter", "RateLimits"]
 

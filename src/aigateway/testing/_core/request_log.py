@@ -18,14 +18,24 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from aigateway.testing._wire import MockRequest
+from aigateway.testing._core.wire import MockRequest, MockResponse
 
-__all__ = ["LOG_BODY_BYTES", "LOG_SIZE", "LoggedRequest", "RequestLog"]
+__all__ = [
+    "LOG_BODY_BYTES",
+    "LOG_SIZE",
+    "UNKNOWN_FIELDS_HEADER",
+    "LoggedRequest",
+    "RequestLog",
+    "unknown_fields",
+]
 
 LOG_SIZE = 1_000
 """How many requests the log keeps by default (the oldest are forgotten first)."""
 LOG_BODY_BYTES = 16 * 1024
 """How much of each body the log keeps by default."""
+UNKNOWN_FIELDS_HEADER = "x-mock-unknown-fields"
+"""The reply header listing the request's unknown body fields (absent when there are none):
+the chat route writes it, the log reads it."""
 
 
 @dataclass(frozen=True)
@@ -106,3 +116,9 @@ class RequestLog:
         with self._lock:
             entries = list(self._entries)[-limit:]
         return [entry for entry, _ in entries]
+
+
+def unknown_fields(response: MockResponse) -> tuple[str, ...]:
+    """The unknown body fields a chat reply's ``X-Mock-Unknown-Fields`` names (for the log)."""
+    named = response.headers.get(UNKNOWN_FIELDS_HEADER)
+    return tuple(named.split(", ")) if named else ()

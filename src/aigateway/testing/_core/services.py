@@ -1,6 +1,6 @@
-"""The mock's non-chat services as data: ids per category, prices in the spec's units.
+"""The mock's non-chat services as data: ids per category, prices in the gateway's units.
 
-Spec section 4 lists the billing units: image per image, video per second, speech per 1K
+The API description lists the billing units: image per image, video per second, speech per 1K
 characters, scraping and search per request, email per message, parsing per page. Categories
 it gives no unit for (speech to text, payments, social data, storage, databases, SMS) cost a
 flat price per request. Prices are in credits and small, so the 20 free credits go a long way.
@@ -17,10 +17,10 @@ import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from aigateway.testing._catalogue import SpecCatalogue, check_price
-from aigateway.testing._ids import IdSource
-from aigateway.testing._quotas import Quota, QuotaExceeded, Quotas
-from aigateway.testing._sql import SqlDatabase
+from aigateway.testing._core.catalogue import SpecCatalogue, check_price
+from aigateway.testing._core.ids import IdSource
+from aigateway.testing._core.quotas import Quota, QuotaExceeded, Quotas
+from aigateway.testing._sql.database import SqlDatabase
 from aigateway.types.service_params import CATEGORIES
 
 __all__ = ["FileStore", "ServiceCatalogue", "ServiceSpec", "ServiceStores", "default_services"]

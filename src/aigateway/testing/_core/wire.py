@@ -2,16 +2,16 @@
 
 The gateway's logic works on plain values, not on sockets or on a particular HTTP library:
 a `MockRequest` goes in, a `MockResponse` comes out. The in-process httpx transport
-(`aigateway.testing._transport`) converts httpx objects to and from these values, and a server
-(an ASGI app, later) can do the same, so the gateway's behaviour is written once, the way h11
-keeps protocol logic apart from I/O.
+(`aigateway.testing._serving.transport`) and the ASGI app (`aigateway.testing._serving.asgi`)
+convert what they carry to and from these values, so the gateway's behaviour is written once,
+the way h11 keeps protocol logic apart from I/O.
 
 A reply body is either ``bytes`` (a whole reply) or an iterator of ``bytes`` (a streamed
-reply, one server-sent event per item). Error bodies follow the spec (section 2.5)::
+reply, one server-sent event per item). Error bodies are the API's::
 
     {"error": {"message": "...", "type": "...", "code": "...", "param": "..." | null}}
 
-``param`` (the offending request field, as in the OpenAI convention) is added to the spec's
+``param`` (the offending request field, as in the OpenAI convention) is added to the API's
 three fields; a 402 also carries ``_remaining_credits`` inside ``error``.
 """
 
@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl
 from aigateway.types.error_body import ErrorBody, ErrorObject
 
 __all__ = [
+    "INVALID",
     "JSON_CONTENT_TYPE",
     "JSON_MEDIA_TYPES",
     "SSE_CONTENT_TYPE",
@@ -49,6 +50,8 @@ __all__ = [
 JSON_CONTENT_TYPE = "application/json"
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 SSE_DONE = b"data: [DONE]\n\n"
+INVALID = "invalid_request_error"
+"""The error type of every 4xx that blames the request."""
 
 
 def dumps(obj: object) -> bytes:
@@ -292,7 +295,7 @@ def shown(text: str, limit: int = 100) -> str:
 def error_body(
     message: str, type: str, code: str, *, param: str | None = None, **extra: object
 ) -> dict[str, Any]:
-    """The spec's Error body (`ErrorBody`, the model the client parses it with), ``param``
+    """The API's Error body (`ErrorBody`, the model the client parses it with), ``param``
     added, plus any ``extra`` members inside ``error``; a message is cut at
     `MAX_ERROR_MESSAGE_CHARS` (it may quote what the request sent)."""
     if len(message) > MAX_ERROR_MESSAGE_CHARS:

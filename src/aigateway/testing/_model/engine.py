@@ -15,7 +15,7 @@ bookkeeping of real ones, reproducibly:
   hash: they only cut or carry the same reply.
 * **What is said.** Plain requests get 20 to 60 tokens of pseudo-sentences from a small
   vocabulary; ``response_format`` ``json_object`` gets a JSON object and ``json_schema`` a value
-  of its schema (every property present when ``strict``; `aigateway.testing._schema`);
+  of its schema (every property present when ``strict``; `aigateway.testing._model.schema`);
   ``tools`` (unless ``tool_choice`` is ``"none"``, or is ``"auto"`` right after a tool result)
   get one call of the named or else the first tool, or one call of every tool when the request
   says ``parallel_tool_calls: true`` outright, with arguments generated from each tool's JSON
@@ -28,9 +28,9 @@ bookkeeping of real ones, reproducibly:
   models do). Unset, the limit is 4096. Every choice's tokens are billed. All choices together
   get at most `MAX_REPLY_TOKENS`, so ``n`` cannot make a reply of unbounded size.
 * **Log probabilities.** With ``logprobs`` each choice lists its content's tokens with fake,
-  seeded log probabilities and ``top_logprobs`` alternatives (`aigateway.testing._logprobs`).
-* **Streaming.** `stream_chunks` splits the very same completion into spec section 6 chunks, so
-  a streamed reply always adds up to the non-streamed one (`aigateway.testing._reply`).
+  seeded log probabilities and ``top_logprobs`` alternatives (`aigateway.testing._model.logprobs`).
+* **Streaming.** `stream_chunks` splits the very same completion into the API's stream chunks, so
+  a streamed reply always adds up to the non-streamed one (`aigateway.testing._model.reply`).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from aigateway.testing._logprobs import token_logprobs
-from aigateway.testing._policy import Conversation, content_text
-from aigateway.testing._reply import (
+from aigateway.testing._model.logprobs import token_logprobs
+from aigateway.testing._model.policy import Conversation, content_text
+from aigateway.testing._model.reply import (
     ChoiceOut,
     Completion,
     FunctionCallOut,
@@ -55,7 +55,7 @@ from aigateway.testing._reply import (
     split_pieces,
     stream_chunks,
 )
-from aigateway.testing._schema import sample_arguments, sample_schema
+from aigateway.testing._model.schema import sample_arguments, sample_schema
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -78,7 +78,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TOKENS = 4096
-"""``max_tokens`` when a request leaves it unset (the spec says 1000 or 4096; we use 4096)."""
+"""``max_tokens`` when a request leaves it unset (the API description says 1000 or 4096; the
+mock uses 4096)."""
 MESSAGE_OVERHEAD = 4
 """Prompt tokens every message costs besides its text."""
 IMAGE_TOKENS = 85

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
-from aigateway.testing._engine import Engine, ScriptedReply
+from aigateway.testing._model.engine import Engine, ScriptedReply
 
 __all__ = ["ChatReplies", "ReplyFunction"]
 

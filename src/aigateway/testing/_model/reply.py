@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aigateway.testing._logprobs import logprob_tokens
+from aigateway.testing._model.logprobs import logprob_tokens
 
 __all__ = [
     "ChoiceOut",
@@ -154,7 +154,7 @@ def stream_chunks(
     credits: Mapping[str, Any],
     include_usage: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of a streamed reply (spec section 6).
+    """The ``chat.completion.chunk`` objects of a streamed reply.
 
     Each chunk carries one choice; with several choices their chunks take turns. A choice's
     first delta carries ``role`` and the first piece of content (``content: null`` and the

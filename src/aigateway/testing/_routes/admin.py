@@ -25,52 +25,248 @@ admin token as ``Authorization: Bearer <gateway.admin_token>``; JSON in and out:
 
 No token is a 401, another token a 403 (compared in constant time); a body that breaks the
 rules is a 400 naming the field and what is allowed. Admin requests are the mock's own
-controls, not traffic: `MockGateway.handle` answers them before faults, rate limits and the
-request log (`is_admin_path`), and nothing here bills.
+controls, not traffic: the gateway answers them before faults, rate limits and the request
+log (`aigateway.testing._core.state.is_admin_path`), and nothing here bills.
+
+A body holds what its TypedDict says (pydantic checks it, strictly: no extra fields, no strings
+for numbers, no booleans for counts), and a 400 says what is allowed for each field
+(`ALLOWED`). A fault body's fields are the keywords of the `FaultPlan` method that queues it
+(`FAULTS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hmac
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from aigateway.testing._accounts import FREE_TIER_CREDITS, Account
-from aigateway.testing._admin_bodies import (
-    ALLOWED,
-    FAULTS,
-    ClockChange,
-    CreditsChange,
-    NewAccount,
-    PacingChange,
-    QuotaChange,
-    RateLimitsChange,
-    ReplyScript,
-    bad_request,
-    body_of,
-    checked,
-)
-from aigateway.testing._engine import ScriptedReply
-from aigateway.testing._faults import DeliveryFault
-from aigateway.testing._ratelimits import resolve_limits
-from aigateway.testing._request_log import LOG_SIZE, RequestLog
-from aigateway.testing._routes import INVALID, Handler, RequestContext
-from aigateway.testing._wire import MockResponse, error_response, json_response
+from pydantic import ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, with_config
+from typing_extensions import Required, TypedDict
+
+from aigateway.testing._core.accounts import FREE_TIER_CREDITS, Account
+from aigateway.testing._core.context import Handler, RequestContext
+from aigateway.testing._core.faults import DeliveryFault, FaultPlan
+from aigateway.testing._core.rate_limits import PRESETS, resolve_limits
+from aigateway.testing._core.request_log import LOG_SIZE
+from aigateway.testing._core.state import ADMIN_PREFIX
+from aigateway.testing._core.wire import INVALID, MockResponse, error_response, json_response
+from aigateway.testing._model.engine import ScriptedReply
+from aigateway.types._validation import violations
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
-__all__ = ["ADMIN_PREFIX", "add_admin_routes", "is_admin_path"]
+__all__ = ["ALLOWED", "FAULTS", "add_admin_routes"]
 
-ADMIN_PREFIX = "/_mock/"
-"""Where the admin API lives; paths under it are reserved for it."""
 MAX_PENDING_FAULTS = 1_000
 MAX_ACCOUNTS = 10_000
 
 
-def is_admin_path(path: str) -> bool:
-    """True for a request to the admin API."""
-    return path.startswith(ADMIN_PREFIX)
+# -- the bodies ----------------------------------------------------------------------------
+
+
+_FORBID = ConfigDict(extra="forbid")
+Count = Annotated[int, Field(strict=True, ge=1, le=1_000_000)]
+Seconds = Annotated[float, Field(strict=True, ge=0, le=3_600, allow_inf_nan=False)]
+PacingSeconds = Annotated[float, Field(strict=True, ge=0, le=60, allow_inf_nan=False)]
+Credits = Annotated[float, Field(strict=True, ge=0, le=1e12, allow_inf_nan=False)]
+Text = Annotated[str, Field(min_length=1, max_length=1_000)]
+FaultPath = Annotated[str, Field(pattern=r"^/\S*$", max_length=200)]
+Key = Annotated[str, Field(pattern=r"^[A-Za-z0-9._~+/=-]+$", max_length=200)]
+
+
+@with_config(_FORBID)
+class FailFault(TypedDict, total=False):
+    kind: Required[Literal["fail"]]
+    status: Annotated[int, Field(strict=True, ge=400, le=599)]
+    retry_after: Seconds
+    rate_limit_headers: StrictBool
+    code: Text
+    message: Text
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class DropFault(TypedDict, total=False):
+    kind: Required[Literal["drop"]]
+    after_processing: StrictBool
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class DropMidStreamFault(TypedDict, total=False):
+    kind: Required[Literal["drop_mid_stream"]]
+    after_events: Annotated[int, Field(strict=True, ge=0, le=100_000)]
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class TruncateFault(TypedDict, total=False):
+    kind: Required[Literal["truncate"]]
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class MalformedFault(TypedDict, total=False):
+    kind: Required[Literal["malformed"]]
+    body: Annotated[str, Field(max_length=65_536)]
+    status: Annotated[int, Field(strict=True, ge=100, le=599)]
+    content_type: Text
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class MalformedChunkFault(TypedDict, total=False):
+    kind: Required[Literal["malformed_chunk"]]
+    data: Annotated[str, Field(max_length=65_536)]
+    after_events: Annotated[int, Field(strict=True, ge=0, le=100_000)]
+    times: Count
+    path: FaultPath
+
+
+@with_config(_FORBID)
+class LatencyFault(TypedDict, total=False):
+    kind: Required[Literal["latency"]]
+    seconds: Required[Seconds]
+    between_chunks: StrictBool
+    times: Count | None
+    path: FaultPath
+
+
+def queue_malformed(plan: FaultPlan, body: str | None = None, **fields: Any) -> None:
+    if body is not None:
+        fields["body"] = body.encode("utf-8")
+    plan.malformed(**fields)
+
+
+def queue_malformed_chunk(plan: FaultPlan, data: str | None = None, **fields: Any) -> None:
+    if data is not None:
+        fields["data"] = data.encode("utf-8")
+    plan.malformed_chunk(**fields)
+
+
+FAULTS: dict[str, tuple[type, Callable[..., None]]] = {
+    "fail": (FailFault, FaultPlan.fail),
+    "drop": (DropFault, FaultPlan.drop),
+    "drop_mid_stream": (DropMidStreamFault, FaultPlan.drop_mid_stream),
+    "truncate": (TruncateFault, FaultPlan.truncate),
+    "malformed": (MalformedFault, queue_malformed),
+    "malformed_chunk": (MalformedChunkFault, queue_malformed_chunk),
+    "latency": (LatencyFault, FaultPlan.latency),
+}
+"""Each kind of fault: the shape of its body and the `FaultPlan` method that queues it (the
+body's fields are the method's keywords)."""
+
+
+@with_config(_FORBID)
+class PacingChange(TypedDict, total=False):
+    time_to_first_token: PacingSeconds
+    token_delay: PacingSeconds
+
+
+@with_config(_FORBID)
+class ClockChange(TypedDict, total=False):
+    advance: Annotated[float, Field(strict=True, ge=0, le=3.2e9, allow_inf_nan=False)]
+    set: Annotated[float, Field(strict=True, ge=0, le=1e11, allow_inf_nan=False)]
+
+
+@with_config(_FORBID)
+class NewAccount(TypedDict, total=False):
+    credits: Credits
+    key: Key
+
+
+@with_config(_FORBID)
+class CreditsChange(TypedDict):
+    credits: Credits
+
+
+Amount = Annotated[int, Field(strict=True, ge=0, le=2**40)]
+
+
+@with_config(_FORBID)
+class QuotaChange(TypedDict, total=False):
+    files: Amount
+    storage_bytes: Amount
+    databases: Amount
+    database_bytes: Amount
+
+
+@with_config(_FORBID)
+class RateLimitsChange(TypedDict, total=False):
+    preset: Required[str]
+    key: Key
+
+
+@with_config(_FORBID)
+class ReplyScript(TypedDict, total=False):
+    content: Annotated[str, Field(max_length=1_000_000)] | None
+    tool_calls: Annotated[list[dict[str, Any]], Field(max_length=128)]
+    finish_reason: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+ALLOWED: Mapping[str, str] = {
+    "kind": ", ".join(FAULTS),
+    "times": "an integer from 1 to 1000000 (latency: also null, every request until cleared)",
+    "path": "a path relative to /v1 such as '/chat/completions' (or the full '/v1/...')",
+    "status": "an HTTP status: from 400 to 599 for 'fail', 100 to 599 for 'malformed'",
+    "retry_after": "seconds from 0 to 3600",
+    "seconds": "seconds from 0 to 3600",
+    "after_events": "an integer from 0 to 100000",
+    "time_to_first_token": "seconds from 0 to 60",
+    "token_delay": "seconds from 0 to 60",
+    "advance": "seconds to move forward, >= 0",
+    "set": "a Unix time in seconds, >= 0",
+    "credits": "a number of credits >= 0",
+    "key": "an API key: letters, digits and ._~+/=- (at most 200)",
+    "preset": ", ".join(PRESETS),
+    "files": "an integer from 0 to 2**40",
+    "storage_bytes": "an integer from 0 to 2**40",
+    "databases": "an integer from 0 to 2**40",
+    "database_bytes": "an integer from 0 to 2**40",
+    "content": "a string or null",
+    "tool_calls": 'a list of {"name": ..., "arguments": {...}} or wire-form tool calls',
+    "finish_reason": "a string such as stop, length, tool_calls or content_filter",
+}
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _adapter(shape: type) -> TypeAdapter[Any]:
+    found = _ADAPTERS.get(shape)
+    if found is None:
+        found = _ADAPTERS[shape] = TypeAdapter(shape)
+    return found
+
+
+def bad_request(message: str, param: str | None, code: str = "invalid_parameter") -> MockResponse:
+    return error_response(400, message, INVALID, code, param=param)
+
+
+def checked(body: object, shape: type) -> dict[str, Any] | MockResponse:
+    """``body`` validated against the TypedDict ``shape``, or the 400 naming the field."""
+    try:
+        valid: dict[str, Any] = _adapter(shape).validate_python(body)
+    except ValidationError as exc:
+        found = violations(exc, body, ALLOWED)
+        known = ", ".join(shape.__annotations__)
+        message = "; ".join(
+            f"{v}; allowed fields: {known}" if v.problem.startswith("Extra inputs") else str(v)
+            for v in found
+        )
+        return bad_request(message, found[0].field if found else None)
+    return valid
+
+
+def body_of(ctx: RequestContext, shape: type) -> dict[str, Any] | MockResponse:
+    body = ctx.json_object()
+    return body if isinstance(body, MockResponse) else checked(body, shape)
 
 
 # -- views ---------------------------------------------------------------------------------
@@ -120,9 +316,8 @@ def _conflict(message: str, code: str) -> MockResponse:
 class _AdminAPI:
     """The admin routes of one gateway."""
 
-    def __init__(self, gateway: MockGateway, log: RequestLog) -> None:
-        self.gateway = gateway
-        self.log = log
+    def __init__(self, state: GatewayState) -> None:
+        self.state = state
 
     def routes(self) -> list[tuple[str, str, Handler]]:
         return [
@@ -144,7 +339,7 @@ class _AdminAPI:
 
     def allowed(self, ctx: RequestContext) -> MockResponse | None:
         """None when the request carries the admin token; else the 401 or 403."""
-        token = self.gateway.admin_token
+        token = self.state.admin_token
         scheme, _, given = ctx.request.headers.get("authorization", "").strip().partition(" ")
         given = given.strip()
         if scheme.lower() != "bearer" or not given:
@@ -174,7 +369,7 @@ class _AdminAPI:
     # faults
 
     def faults(self, ctx: RequestContext) -> MockResponse:
-        return _list([_fault(fault) for fault in self.gateway.faults.pending])
+        return _list([_fault(fault) for fault in self.state.faults.pending])
 
     def add_fault(self, ctx: RequestContext) -> MockResponse:
         body = ctx.json_object()
@@ -190,7 +385,7 @@ class _AdminAPI:
         fields = checked(body, shape)
         if isinstance(fields, MockResponse):
             return fields
-        plan = self.gateway.faults
+        plan = self.state.faults
         if len(plan.pending) >= MAX_PENDING_FAULTS:
             return _conflict(
                 f"{MAX_PENDING_FAULTS} faults are pending already; DELETE /_mock/faults clears them",
@@ -201,13 +396,13 @@ class _AdminAPI:
         return _list([_fault(fault) for fault in plan.pending], 201)
 
     def clear_faults(self, ctx: RequestContext) -> MockResponse:
-        self.gateway.faults.clear()
+        self.state.faults.clear()
         return _list([])
 
     # pacing and clock
 
     def pacing(self, ctx: RequestContext) -> MockResponse:
-        pacing = self.gateway.stream_pacing
+        pacing = self.state.stream_pacing
         return json_response(
             200,
             {"time_to_first_token": pacing.time_to_first_token, "token_delay": pacing.token_delay},
@@ -217,11 +412,11 @@ class _AdminAPI:
         change = body_of(ctx, PacingChange)
         if isinstance(change, MockResponse):
             return change
-        self.gateway.stream_pacing = dataclasses.replace(self.gateway.stream_pacing, **change)
+        self.state.stream_pacing = dataclasses.replace(self.state.stream_pacing, **change)
         return self.pacing(ctx)
 
     def clock(self, ctx: RequestContext) -> MockResponse:
-        return json_response(200, {"now": self.gateway.clock.now()})
+        return json_response(200, {"now": self.state.clock.now()})
 
     def move_clock(self, ctx: RequestContext) -> MockResponse:
         change = body_of(ctx, ClockChange)
@@ -234,21 +429,21 @@ class _AdminAPI:
                 "advance",
             )
         if "advance" in change:
-            self.gateway.clock.advance(change["advance"])
+            self.state.clock.advance(change["advance"])
         else:
-            self.gateway.clock.set(change["set"])
+            self.state.clock.set(change["set"])
         return self.clock(ctx)
 
     # accounts and limits
 
     def accounts(self, ctx: RequestContext) -> MockResponse:
-        return _list([_account(account) for account in self.gateway.ledger.accounts])
+        return _list([_account(account) for account in self.state.ledger.accounts])
 
     def create_account(self, ctx: RequestContext) -> MockResponse:
         fields = body_of(ctx, NewAccount)
         if isinstance(fields, MockResponse):
             return fields
-        ledger = self.gateway.ledger
+        ledger = self.state.ledger
         if len(ledger.accounts) >= MAX_ACCOUNTS:
             return _conflict(f"the mock holds at most {MAX_ACCOUNTS} accounts", "too_many_accounts")
         try:
@@ -260,7 +455,7 @@ class _AdminAPI:
         return json_response(201, _account(account))
 
     def account(self, ctx: RequestContext) -> MockResponse:
-        ledger = self.gateway.ledger
+        ledger = self.state.ledger
         key, _, rest = ctx.argument.rpartition("/")
         found = ledger.account(ctx.argument)
         if found is None and rest == "quota" and ledger.account(key) is not None:
@@ -279,43 +474,43 @@ class _AdminAPI:
         change = body_of(ctx, CreditsChange if rest == "credits" else QuotaChange)
         if isinstance(change, MockResponse):
             return change
-        account = self.gateway.ledger.account(key)
+        account = self.state.ledger.account(key)
         if account is None:
             return _not_found("no account has this key")
         if rest == "quota":
-            quotas = self.gateway.quotas
+            quotas = self.state.quotas
             quotas.set(quotas.of(account).changed(**change), account)
             return self.account_quota(key)
-        self.gateway.ledger.set_credits(key, change["credits"])
+        self.state.ledger.set_credits(key, change["credits"])
         return json_response(200, _account(account))
 
     # quotas
 
     def account_quota(self, key: str) -> MockResponse:
-        gateway = self.gateway
-        account = gateway.ledger.account(key)
+        state = self.state
+        account = state.ledger.account(key)
         assert account is not None
-        files, stored = gateway.files.usage(account.id)
+        files, stored = state.files.usage(account.id)
         usage = {
             "files": files,
             "storage_bytes": stored,
-            "databases": gateway.stores.databases_of(account.id),
+            "databases": state.stores.databases_of(account.id),
         }
         view = {
-            "quota": dataclasses.asdict(gateway.quotas.of(account)),
-            "own": gateway.quotas.own(account),
+            "quota": dataclasses.asdict(state.quotas.of(account)),
+            "own": state.quotas.own(account),
             "usage": usage,
         }
         return json_response(200, view)
 
     def default_quota(self, ctx: RequestContext) -> MockResponse:
-        return json_response(200, dataclasses.asdict(self.gateway.quotas.default))
+        return json_response(200, dataclasses.asdict(self.state.quotas.default))
 
     def set_default_quota(self, ctx: RequestContext) -> MockResponse:
         change = body_of(ctx, QuotaChange)
         if isinstance(change, MockResponse):
             return change
-        quotas = self.gateway.quotas
+        quotas = self.state.quotas
         quotas.set(quotas.default.changed(**change))
         return self.default_quota(ctx)
 
@@ -328,9 +523,9 @@ class _AdminAPI:
         except ValueError as exc:
             return bad_request(str(exc), "preset")
         key = change.get("key")
-        if key is not None and self.gateway.ledger.account(key) is None:
+        if key is not None and self.state.ledger.account(key) is None:
             return _not_found("no account has this key", "key")
-        self.gateway.rate_limits.set(limits, key)
+        self.state.rate_limits.set(limits, key)
         body = {"preset": change["preset"], "key": key, "limits": dataclasses.asdict(limits)}
         return json_response(200, body)
 
@@ -346,7 +541,7 @@ class _AdminAPI:
             )
         except ValueError as exc:
             return bad_request(f"tool_calls: {exc}"[:500], "tool_calls")
-        self.gateway.replies.enqueue(reply)
+        self.state.replies.enqueue(reply)
         return json_response(201, _reply(reply))
 
     def requests(self, ctx: RequestContext) -> MockResponse:
@@ -356,16 +551,15 @@ class _AdminAPI:
             return bad_request(
                 f"limit={raw[:20]!r}: allowed: an integer from 1 to {LOG_SIZE}", "limit"
             )
-        return _list([dataclasses.asdict(entry) for entry in self.log.latest(limit)])
+        return _list([dataclasses.asdict(entry) for entry in self.state.request_log.latest(limit)])
 
 
-def add_admin_routes(gateway: MockGateway, log: RequestLog) -> None:
-    """Register the admin API of ``gateway`` (each route refused without its admin token);
-    ``log`` is where `MockGateway.handle` records the requests it answers."""
-    api = _AdminAPI(gateway, log)
+def add_admin_routes(state: GatewayState) -> None:
+    """Register the admin API on ``state``'s router, each route refused without its admin
+    token."""
+    api = _AdminAPI(state)
+    router = state.router
     for method, name, handler in api.routes():
-        gateway.add_route(method, ADMIN_PREFIX + name, api.guarded(handler))
-    gateway.add_route("GET", ADMIN_PREFIX + "accounts/", api.guarded(api.account), prefix=True)
-    gateway.add_route(
-        "PUT", ADMIN_PREFIX + "accounts/", api.guarded(api.change_account), prefix=True
-    )
+        router.add(method, ADMIN_PREFIX + name, api.guarded(handler))
+    router.add("GET", ADMIN_PREFIX + "accounts/", api.guarded(api.account), prefix=True)
+    router.add("PUT", ADMIN_PREFIX + "accounts/", api.guarded(api.change_account), prefix=True)

@@ -18,25 +18,29 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from aigateway.errors import InvalidRequestError
-from aigateway.testing._accounts import Account, to_decimal
-from aigateway.testing._billing import credits_fields, insufficient_credits_response
-from aigateway.testing._catalogue import ModelSpec, model_object
-from aigateway.testing._engine import completion_body, count_prompt_tokens, has_image, stream_chunks
-from aigateway.testing._pacing import paced
-from aigateway.testing._routes import INVALID, RequestContext
-from aigateway.testing._wire import MockResponse, error_response, json_response, sse_response
+from aigateway.testing._core.accounts import Account, to_decimal
+from aigateway.testing._core.billing import credits_fields, insufficient_credits_response
+from aigateway.testing._core.catalogue import ModelSpec, model_object
+from aigateway.testing._core.context import RequestContext
+from aigateway.testing._core.pacing import paced
+from aigateway.testing._core.request_log import UNKNOWN_FIELDS_HEADER
+from aigateway.testing._core.wire import (
+    INVALID,
+    MockResponse,
+    error_response,
+    json_response,
+    sse_response,
+)
+from aigateway.testing._model.engine import (
+    completion_body,
+    count_prompt_tokens,
+    has_image,
+    stream_chunks,
+)
 from aigateway.types._validation import validate
 from aigateway.types.chat_params import ALLOWED, ChatCompletionRequest
 
-__all__ = [
-    "KNOWN_FIELDS",
-    "UNKNOWN_FIELDS_HEADER",
-    "chat_completions",
-    "find_model",
-    "list_models",
-    "retrieve_model",
-    "unknown_fields",
-]
+__all__ = ["KNOWN_FIELDS", "chat_completions", "find_model", "list_models", "retrieve_model"]
 
 _REQUEST_ADAPTER: TypeAdapter[ChatCompletionRequest] = TypeAdapter(ChatCompletionRequest)
 
@@ -45,8 +49,6 @@ KNOWN_FIELDS = frozenset(
 )
 """The body fields the chat route reads; others are reported (`UNKNOWN_FIELDS_HEADER`), or
 refused when the gateway has ``strict_fields``."""
-UNKNOWN_FIELDS_HEADER = "x-mock-unknown-fields"
-"""The reply header listing the request's unknown body fields (absent when there are none)."""
 _MAX_NAMES = 20
 
 
@@ -172,12 +174,6 @@ def _field_list(names: list[str]) -> str:
     shown = [name.encode("unicode_escape").decode("ascii")[:64] for name in names[:_MAX_NAMES]]
     more = len(names) - len(shown)
     return ", ".join(shown) + (f", ({more} more)" if more else "")
-
-
-def unknown_fields(response: MockResponse) -> tuple[str, ...]:
-    """The unknown body fields a chat reply's ``X-Mock-Unknown-Fields`` names (for the log)."""
-    named = response.headers.get(UNKNOWN_FIELDS_HEADER)
-    return tuple(named.split(", ")) if named else ()
 
 
 def _unknown_fields_response(unknown: list[str]) -> MockResponse:

@@ -34,11 +34,12 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from aigateway._version import __version__
-from aigateway.testing._accounts import FREE_TIER_CREDITS, to_decimal
-from aigateway.testing._catalogue import ModelSpec, model_object
-from aigateway.testing._routes import RequestContext, Router
-from aigateway.testing._services import ServiceSpec
-from aigateway.testing._wire import JSON_CONTENT_TYPE, MockResponse
+from aigateway.testing._core.accounts import FREE_TIER_CREDITS, to_decimal
+from aigateway.testing._core.catalogue import ModelSpec, model_object
+from aigateway.testing._core.context import RequestContext
+from aigateway.testing._core.router import Router
+from aigateway.testing._core.services import ServiceSpec
+from aigateway.testing._core.wire import JSON_CONTENT_TYPE, MockResponse
 from aigateway.types.chat_params import ChatCompletionRequest
 
 __all__ = ["DOCUMENTS", "ENDPOINTS", "Endpoint", "add_discovery_routes"]

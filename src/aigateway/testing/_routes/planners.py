@@ -1,40 +1,108 @@
-"""Planners of the data categories: scraping, search, email, payments, documents, social
-data, storage, databases and SMS.
+"""The planners of the built-in service categories: what each call costs and does.
 
-Each checks what only its service can, prices the call in the category's unit and says what
-to do once paid; storage and database calls act on the account's own stores only (the SQL
-sandbox is `_sql`), within its quota: a stored object is counted while planning, and one
-deleted or written over frees its room. Replies repeat only bounded parts of the inputs.
+Media (image, video, speech, transcription) and data (scraping, search, email, payments,
+documents, social data, storage, databases, SMS): each planner checks what only its service
+can, prices the call in the category's unit and says what to do once paid. Files a call makes
+are kept while planning (a quota without room refuses the call before it is billed) and
+forgotten again when the balance is short; storage and database calls act on the account's
+own stores only (the SQL sandbox is `aigateway.testing._sql`), within its quota: a stored
+object is counted while planning, and one deleted or written over frees its room. Outputs are
+deterministic under the gateway's seed and the inputs; replies repeat only bounded parts of
+the inputs.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import urllib.parse
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from aigateway.testing._media import pdf_page_count
-from aigateway.testing._quotas import QuotaExceeded
-from aigateway.testing._service_context import (
-    WORDS,
-    Plan,
-    Refusal,
-    ServiceContext,
-    once,
-    refuse,
-    sentences,
-)
-from aigateway.testing._sql import SqlRefused
+from aigateway.testing._core.accounts import to_decimal
+from aigateway.testing._core.context import Plan, Planner, Refusal, ServiceContext, refuse
+from aigateway.testing._core.quotas import QuotaExceeded
+from aigateway.testing._routes.media import mp4, pdf_page_count, png, wav, wav_info
+from aigateway.testing._sql.database import SqlRefused
 
-__all__ = ["DATA_PLANNERS", "MAX_PAYMENT_AMOUNT", "MAX_TEXT_DOCUMENT_BYTES"]
+__all__ = ["MAX_IMAGE_SIDE", "MAX_PAYMENT_AMOUNT", "MAX_TEXT_DOCUMENT_BYTES", "PLANNERS"]
 
+MAX_IMAGE_SIDE = 2048
+"""The largest width or height the mock draws (a 400 above it)."""
 MAX_PAYMENT_AMOUNT = 10**12
 """The largest payment, in the currency's minor unit."""
 MAX_TEXT_DOCUMENT_BYTES = 1024 * 1024
 """The largest text document parsed (its text comes back in the reply, twice)."""
 _ECHOED_CHARS = 100
 """How much of a query a search result repeats."""
+
+
+# -- media ------------------------------------------------------------------------------------
+
+
+def _image(ctx: ServiceContext) -> Plan:
+    width, height = image_size(ctx, "1024x1024")
+    count = ctx.inputs.get("n", 1)
+    images = [(png(width, height, ctx.seed + index), "image/png") for index in range(count)]
+    kept, forget = ctx.keep_files(images)
+    urls = [ctx.url_of(file_id) for file_id in kept]
+    output = {
+        "image_url": urls[0],
+        "images": urls,
+        "width": width,
+        "height": height,
+        "size": f"{width}x{height}",
+    }
+    return Plan(Decimal(count), lambda: output, forget)
+
+
+def _video(ctx: ServiceContext) -> Plan:
+    width, height = image_size(ctx, "1280x720")
+    seconds = ctx.inputs.get("duration", 5)
+    kept, forget = ctx.keep_files([(mp4(seconds, width, height, ctx.seed), "video/mp4")])
+    output = {
+        "video_url": ctx.url_of(kept[0]),
+        "format": "mp4",
+        "duration_seconds": seconds,
+        "width": width,
+        "height": height,
+        "fps": 24,
+    }
+    return Plan(Decimal(seconds), lambda: output, forget)
+
+
+def _speech(ctx: ServiceContext) -> Plan:
+    text: str = ctx.inputs["text"]
+    seconds = round(min(60.0, max(0.5, len(text) * 0.06 / ctx.inputs.get("speed", 1.0))), 3)
+    kept, forget = ctx.keep_files([(wav(seconds, ctx.seed), "audio/wav")])
+    output = {
+        "audio_url": ctx.url_of(kept[0]),
+        "format": "wav",
+        "duration_seconds": seconds,
+        "characters": len(text),
+        "sample_rate": 8000,
+        "voice": ctx.inputs.get("voice", "alloy"),
+    }
+    return Plan(Decimal(len(text)) / 1000, lambda: output, forget)
+
+
+def _transcription(ctx: ServiceContext) -> Plan:
+    data, mime = ctx.load_file(ctx.inputs["audio"], "audio")
+    info = wav_info(data)
+    language = ctx.inputs.get("language", "en")
+    if info is None:
+        text, seconds = f"Transcript of {len(data)} bytes of {mime} audio.", None
+    else:
+        seconds, rate, channels = info
+        text = (
+            f"Transcript of {seconds:.2f} seconds of {channels}-channel audio "
+            f"at {rate} Hz ({len(data)} bytes)."
+        )
+    return once(1, lambda: {"text": text, "language": language, "duration_seconds": seconds})
+
+
+# -- data -------------------------------------------------------------------------------------
 
 
 def _scrape(ctx: ServiceContext) -> Plan:
@@ -241,7 +309,11 @@ def _sms(ctx: ServiceContext) -> Plan:
     )
 
 
-DATA_PLANNERS = {
+PLANNERS: dict[str, Planner] = {
+    "image": _image,
+    "video": _video,
+    "speech": _speech,
+    "transcription": _transcription,
     "scrape": _scrape,
     "search": _search,
     "email": _email,
@@ -252,3 +324,61 @@ DATA_PLANNERS = {
     "database": _database,
     "sms": _sms,
 }
+"""The planner of each built-in category, by its name."""
+
+
+# -- what the planners share -----------------------------------------------------------------
+
+WORDS = [
+    "gateway",
+    "model",
+    "signal",
+    "river",
+    "amber",
+    "quiet",
+    "orbit",
+    "lantern",
+    "meadow",
+    "copper",
+    "harbor",
+    "pixel",
+    "summit",
+    "velvet",
+    "garden",
+    "circuit",
+    "timber",
+    "echo",
+    "prism",
+    "falcon",
+]
+
+
+def sentences(rng: random.Random, count: int) -> str:
+    out = []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(5, 10))]
+        out.append(" ".join(words).capitalize() + ".")
+    return " ".join(out)
+
+
+def image_size(ctx: ServiceContext, default: str) -> tuple[int, int]:
+    """The ``size`` input (``<width>x<height>``, checked by its type) as two numbers, each
+    at most `MAX_IMAGE_SIDE` (its digits are counted before they are converted)."""
+    longest = len(str(MAX_IMAGE_SIDE))
+    sides = [
+        int(part) if len(part) <= longest else MAX_IMAGE_SIDE + 1
+        for part in str(ctx.inputs.get("size", default)).split("x")
+    ]
+    if max(sides) > MAX_IMAGE_SIDE:
+        raise refuse(
+            400,
+            f"{ctx.param('size')}: the mock draws at most {MAX_IMAGE_SIDE}x{MAX_IMAGE_SIDE}",
+            "size_too_large",
+            ctx.param("size"),
+        )
+    width, height = sides
+    return width, height
+
+
+def once(quantity: float | int | Decimal, perform: Callable[[], dict[str, Any]]) -> Plan:
+    return Plan(to_decimal(quantity), perform)

@@ -17,27 +17,35 @@ towards the account's quota, which a planner checks before the call is billed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from aigateway.errors import InvalidRequestError
-from aigateway.testing._accounts import Account, to_decimal
-from aigateway.testing._billing import credits_fields, insufficient_credits_response
-from aigateway.testing._planners_data import DATA_PLANNERS
-from aigateway.testing._planners_media import MEDIA_PLANNERS
-from aigateway.testing._routes import INVALID, RequestContext
-from aigateway.testing._service_context import Plan, Refusal, ServiceContext
-from aigateway.testing._services import ServiceSpec
-from aigateway.testing._wire import MockResponse, error_response, json_response, shown
+from aigateway.testing._core.accounts import Account, to_decimal
+from aigateway.testing._core.billing import credits_fields, insufficient_credits_response
+from aigateway.testing._core.context import (
+    Plan,
+    Refusal,
+    RequestContext,
+    ServiceCategory,
+    ServiceContext,
+)
+from aigateway.testing._core.services import ServiceSpec
+from aigateway.testing._core.wire import (
+    INVALID,
+    MockResponse,
+    error_response,
+    json_response,
+    shown,
+)
+from aigateway.testing._routes.planners import PLANNERS
 from aigateway.types._validation import validate
 from aigateway.types.service_params import CATEGORIES, SERVICE_ALLOWED, ImageGenerateBody, RunBody
 
 __all__ = [
-    "ServiceCategory",
     "builtin_categories",
     "delete_file",
     "handle_file",
@@ -47,38 +55,6 @@ __all__ = [
 
 _RUN_ADAPTER: TypeAdapter[RunBody] = TypeAdapter(RunBody)
 _IMAGE_ADAPTER: TypeAdapter[ImageGenerateBody] = TypeAdapter(ImageGenerateBody)
-
-Planner = Callable[[ServiceContext], "Plan | Mapping[str, Any]"]
-
-
-@dataclass(frozen=True)
-class ServiceCategory:
-    """A kind of service: what its inputs are (a TypedDict, a pydantic model or any type
-    pydantic validates) and how a call is planned (``plan(ctx)`` returns a `Plan`, or simply
-    the output, for a call of quantity 1 with nothing to undo)."""
-
-    name: str
-    inputs: Any
-    plan: Planner
-    allowed: Mapping[str, str] | None = None
-    """What to say is allowed, per field name, in a 400 (optional)."""
-    max_chars: Mapping[str, int] | None = None
-    """The longest string each input may be (or each string of a list), in characters;
-    longer is a 400 naming the limit (optional)."""
-
-    def adapter(self) -> TypeAdapter[Any]:
-        return _adapter(self.inputs)
-
-
-_ADAPTERS: dict[int, TypeAdapter[Any]] = {}
-
-
-def _adapter(inputs: Any) -> TypeAdapter[Any]:
-    found = _ADAPTERS.get(id(inputs))
-    if found is None:
-        found = _ADAPTERS[id(inputs)] = TypeAdapter(inputs)
-    return found
-
 
 INPUT_LIMITS: Mapping[str, Mapping[str, int]] = {
     "image": {"prompt": 4_000, "negative_prompt": 4_000},
@@ -99,10 +75,9 @@ reply repeats of its inputs is bounded by these."""
 
 def builtin_categories() -> dict[str, ServiceCategory]:
     """The categories every gateway starts with (a fresh dict)."""
-    planners = {**MEDIA_PLANNERS, **DATA_PLANNERS}
     return {
         name: ServiceCategory(
-            name, CATEGORIES[name], planners[name], max_chars=INPUT_LIMITS.get(name)
+            name, CATEGORIES[name], PLANNERS[name], max_chars=INPUT_LIMITS.get(name)
         )
         for name in CATEGORIES
     }

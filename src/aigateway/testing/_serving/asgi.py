@@ -1,21 +1,21 @@
 """The mock gateway as an ASGI application, for uvicorn or any ASGI server.
 
-It wraps the same sans-io `MockGateway.handle` as the in-process transport, so a gateway
+It wraps the same sans-io `GatewayState.handle` as the in-process transport, so a gateway
 served over a socket has exactly the state and behaviour of the in-process one, and acts its
 delivery faults out for real: an injected latency and the stream pacing are waited with
 ``anyio.sleep``, a dropped connection is closed without a reply (or in the middle of one), and
-``/v1/stream`` is the WebSocket endpoint (see `aigateway.testing._ws`). ``handle`` runs in a
-worker thread, so a slow handler never blocks the server's event loop.
+``/v1/stream`` is the WebSocket endpoint (see `aigateway.testing._serving.websocket`).
+``handle`` runs in a worker thread, so a slow handler never blocks the server's event loop.
 
-What a connection may hold is bounded (`aigateway.testing._connections`): a body must arrive
-within ``limits.request_body`` seconds (else a 408 and the connection is closed), a body over
+What a connection may hold is bounded (`aigateway.testing._serving.connections`): a body must
+arrive within ``limits.request_body`` seconds (else a 408 and the connection is closed), a body over
 ``limits.free_body_bytes`` is read only within the `BodyBudget` and holds its share until the
 gateway has answered, and a WebSocket client must send its message within
 ``limits.websocket_idle`` seconds (else the server closes it, code 1008).
 
 Closing a connection is not part of ASGI: the server passes a callable that does it as the
-scope extension ``aigateway.cut`` (`aigateway.testing._server` adds it to uvicorn). Without it a
-drop is left to the server: `ConnectionDropped` is raised to it.
+scope extension ``aigateway.cut`` (`aigateway.testing._serving.server` adds it to uvicorn).
+Without it a drop is left to the server: `ConnectionDropped` is raised to it.
 
 A client that leaves (a stream it stopped reading, a timeout) is noticed at once: the reply
 stops, its body is closed (so it stops counting as in flight for the rate limits) and nothing
@@ -31,20 +31,25 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from aigateway.testing._connections import BodyBudget, ConnectionLimits, Reservation
-from aigateway.testing._faults import ConnectionDropped, FaultyResponse
-from aigateway.testing._pacing import PacedBody, held_pacing
-from aigateway.testing._wire import (
+from aigateway.testing._core.faults import ConnectionDropped, FaultyResponse
+from aigateway.testing._core.pacing import PacedBody, held_pacing
+from aigateway.testing._core.wire import (
     MockRequest,
     MockResponse,
     bearer_key,
     declared_length,
     error_response,
 )
-from aigateway.testing._ws import POLICY_VIOLATION, WebSocketSession, error_frame, event_frame
+from aigateway.testing._serving.connections import BodyBudget, ConnectionLimits, Reservation
+from aigateway.testing._serving.websocket import (
+    POLICY_VIOLATION,
+    WebSocketSession,
+    error_frame,
+    event_frame,
+)
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = ["CUT_EXTENSION", "MockASGIApp"]
 
@@ -128,11 +133,11 @@ class _Reply:
 
 
 class MockASGIApp:
-    """An ASGI app serving a `MockGateway` (HTTP and the ``/v1/stream`` WebSocket), within
-    ``limits``."""
+    """An ASGI app serving a mock gateway's state (HTTP and the ``/v1/stream`` WebSocket),
+    within ``limits``."""
 
-    def __init__(self, gateway: MockGateway, limits: ConnectionLimits | None = None) -> None:
-        self.gateway = gateway
+    def __init__(self, state: GatewayState, limits: ConnectionLimits | None = None) -> None:
+        self.state = state
         self.limits = limits if limits is not None else ConnectionLimits()
         self.bodies = BodyBudget(self.limits.body_bytes_in_flight, self.limits.free_body_bytes)
 
@@ -148,7 +153,7 @@ class MockASGIApp:
 
     async def _handle(self, request: MockRequest) -> _Reply:
         with held_pacing() as held:  # the worker thread runs in a copy of this context
-            response = await anyio.to_thread.run_sync(self.gateway.handle, request)
+            response = await anyio.to_thread.run_sync(self.state.handle, request)
         return _Reply(response, held[-1] if held else None)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -158,7 +163,7 @@ class MockASGIApp:
             try:
                 with anyio.fail_after(self.limits.request_body):
                     body = await _read_body(
-                        headers, receive, self.gateway.max_body_bytes, reservation
+                        headers, receive, self.state.max_body_bytes, reservation
                     )
             except TimeoutError:
                 await _send_http(_Reply(self._late_body(), None), send)
@@ -209,7 +214,7 @@ class MockASGIApp:
         if scope["path"] != WEBSOCKET_PATH:
             await send({"type": "websocket.close", "code": 1008, "reason": "no such endpoint"})
             return
-        session = WebSocketSession(self.gateway, _headers(scope), scope.get("subprotocols", []))
+        session = WebSocketSession(self.state, _headers(scope), scope.get("subprotocols", []))
         await send({"type": "websocket.accept", "subprotocol": session.subprotocol})
         refusal = session.refusal()
         if refusal is not None:

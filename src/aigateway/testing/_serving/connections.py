@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from aigateway.testing._wire import dumps, error_body
+from aigateway.testing._core.wire import dumps, error_body
 
 __all__ = [
     "BodyBudget",

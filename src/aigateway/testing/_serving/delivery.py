@@ -18,19 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import httpx
 
-from aigateway.testing._clock import MockClock
-from aigateway.testing._faults import ConnectionDropped, FaultyResponse
-from aigateway.testing._pacing import PacedBody, StreamPacing, held_pacing
-from aigateway.testing._wire import MockResponse
+from aigateway.testing._core.clock import MockClock
+from aigateway.testing._core.faults import ConnectionDropped, FaultyResponse
+from aigateway.testing._core.pacing import PacedBody, StreamPacing, held_pacing
+from aigateway.testing._core.wire import MockResponse
 
-if TYPE_CHECKING:
-    from aigateway._pipeline.retry import RetryPolicy
-
-__all__ = ["deliver", "mock_time_retry_policy"]
+__all__ = ["deliver"]
 
 
 def deliver(
@@ -160,18 +156,3 @@ class _Delivered:
 
     def close(self) -> None:
         _close(self._body)
-
-
-def mock_time_retry_policy(clock: MockClock) -> RetryPolicy:
-    """A retry policy whose waits move the mock clock instead of sleeping, and whose ``now``
-    is the mock clock, so ``Retry-After`` and ``X-RateLimit-Reset`` line up with the mock's
-    rate-limit windows. `MockGateway.client` uses it unless given a ``retry_policy``."""
-    from aigateway._pipeline.retry import RetryPolicy
-
-    def sleep(seconds: float) -> None:
-        clock.advance(seconds)
-
-    async def async_sleep(seconds: float) -> None:
-        clock.advance(seconds)
-
-    return RetryPolicy(sleep=sleep, async_sleep=async_sleep, now=clock.now, monotonic=clock.now)

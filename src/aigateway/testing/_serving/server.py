@@ -3,8 +3,9 @@
 The socket is bound before the server starts, so a busy port or an unknown host is an
 `OSError` naming them, raised by ``serve`` itself. While serving, the gateway's clock follows
 the wall clock (``clock="wall"``, the default: rate-limit windows, ``Retry-After`` and
-``X-RateLimit-Reset`` are real; ``clock_speed`` runs them faster) or is stopped (``clock="manual"``: only the test moves it); it
-goes back to its former mode, without jumping back in time, when the server stops.
+``X-RateLimit-Reset`` are real; ``clock_speed`` runs them faster) or is stopped
+(``clock="manual"``: only the test moves it); it goes back to its former mode, without
+jumping back in time, when the server stops.
 
 uvicorn's h11 protocol is given the ``aigateway.cut`` scope extension, which closes the
 connection, so dropped connections are acted out without an error in the server's log.
@@ -25,9 +26,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from aigateway._optional import require
-from aigateway.testing._asgi import CUT_EXTENSION, MockASGIApp
-from aigateway.testing._clock import MockClock
-from aigateway.testing._connections import (
+from aigateway.testing._core.clock import MockClock
+from aigateway.testing._serving.asgi import CUT_EXTENSION, MockASGIApp
+from aigateway.testing._serving.connections import (
     ClientConnections,
     ConnectionLimits,
     GuardedConnection,
@@ -36,7 +37,7 @@ from aigateway.testing._connections import (
 )
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = ["ClockMode", "is_loopback", "serve", "server_config"]
 
@@ -86,15 +87,15 @@ def _uvicorn() -> Any:
 
 
 def server_config(
-    gateway: MockGateway, *, host: str, port: int, limits: ConnectionLimits | None = None
+    state: GatewayState, *, host: str, port: int, limits: ConnectionLimits | None = None
 ) -> Any:
-    """The uvicorn configuration serving ``gateway`` (HTTP and WebSocket, quiet logs), its
+    """The uvicorn configuration serving ``state`` (HTTP and WebSocket, quiet logs), its
     connections within ``limits``."""
     uvicorn = _uvicorn()
     require("websockets", "server", "the mock gateway's WebSocket endpoint")
     limits = limits if limits is not None else ConnectionLimits()
     return uvicorn.Config(
-        MockASGIApp(gateway, limits),
+        MockASGIApp(state, limits),
         host=host,
         port=port,
         lifespan="off",
@@ -143,13 +144,17 @@ def _cuttable_h11_protocol(limits: ConnectionLimits) -> type:
 
 
 def is_loopback(host: str) -> bool:
-    """True when ``host`` is reachable from this machine only (``localhost``, ``127.x``, ``::1``)."""
-    if host.lower() == "localhost":
+    """True when ``host`` is reachable from this machine only: ``localhost`` (a final dot
+    allowed), a loopback address (``127.x``, ``::1``, with or without a zone) or an IPv6 address
+    mapping an IPv4 loopback one. The pytest plugin's network guard asks it too."""
+    if host.lower().rstrip(".") == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host.partition("%")[0])
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -173,7 +178,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 @contextmanager
 def serve(
-    gateway: MockGateway,
+    state: GatewayState,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -181,10 +186,10 @@ def serve(
     clock_speed: float = 1.0,
     limits: ConnectionLimits | None = None,
 ) -> Iterator[str]:
-    """Run ``gateway`` on ``host:port`` until the block ends; yield its base URL. While it
-    runs, the gateway's errors (a 500's traceback and request id) are written on stderr and the
-    memory it frees goes back to the OS (with glibc: large blocks at once, from its start, the
-    rest every few seconds)."""
+    """Serve the gateway whose state is ``state`` on ``host:port`` until the block ends; yield
+    its base URL. While it runs, the gateway's errors (a 500's traceback and request id) are
+    written on stderr and the memory it frees goes back to the OS (with glibc: large blocks at
+    once, from its start, the rest every few seconds)."""
     if clock not in ("wall", "manual"):
         raise ValueError(f"clock is 'wall' or 'manual', got {clock!r}")
     MockClock(wall=lambda: 0.0).follow_wall_clock(clock_speed)  # the same check, before binding
@@ -194,7 +199,7 @@ def serve(
             f"it, so clock='manual' takes no clock_speed (got {clock_speed!r})"
         )
     uvicorn = _uvicorn()
-    config = server_config(gateway, host=host, port=port, limits=limits)
+    config = server_config(state, host=host, port=port, limits=limits)
     started = threading.Event()
 
     class _Server(uvicorn.Server):  # type: ignore[misc,name-defined]
@@ -203,11 +208,12 @@ def serve(
             started.set()
 
     sock = _bind(host, port)
-    was_manual, was_speed = gateway.clock.manual, gateway.clock.speed
+    gateway_clock = state.clock
+    was_manual, was_speed = gateway_clock.manual, gateway_clock.speed
     if clock == "wall":
-        gateway.clock.follow_wall_clock(clock_speed)
+        gateway_clock.follow_wall_clock(clock_speed)
     else:
-        gateway.clock.freeze()
+        gateway_clock.freeze()
     server = _Server(config)
     credentials = _CredentialFilter()
     server_log = logging.getLogger("uvicorn.error")
@@ -234,6 +240,6 @@ def serve(
         memory.stop()
         sock.close()
         if was_manual:
-            gateway.clock.freeze()
+            gateway_clock.freeze()
         else:
-            gateway.clock.follow_wall_clock(was_speed)
+            gateway_clock.follow_wall_clock(was_speed)

@@ -1,11 +1,11 @@
-"""An httpx transport, sync and async, that hands requests to a `MockGateway` in-process.
+"""An httpx transport, sync and async, that hands requests to a mock gateway in-process.
 
 ``httpx.Client(transport=gateway.transport(), base_url=gateway.base_url)`` and the same with
 ``httpx.AsyncClient`` talk to the gateway without a socket. Whole replies become ordinary
 responses; streamed replies become streamed responses whose body is read event by event, so
 ``client.stream(...)`` and ``response.iter_lines()`` behave as over the network. Waits (injected
 latency, stream pacing) move the gateway's clock and end in `httpx.ReadTimeout` past the
-request's read timeout (see `aigateway.testing._delivery`). Any client built on httpx (ours,
+request's read timeout (see `aigateway.testing._serving.delivery`). Any client built on httpx (ours,
 the official ``openai`` SDK) accepts such a transport.
 """
 
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from aigateway.testing._delivery import deliver
-from aigateway.testing._pacing import AsyncBody
-from aigateway.testing._wire import MockRequest, MockResponse
-from aigateway.testing._ws_inprocess import AsyncInProcessSocket, InProcessSocket
+from aigateway.testing._core.pacing import AsyncBody
+from aigateway.testing._core.wire import MockRequest, MockResponse
+from aigateway.testing._serving.delivery import deliver
+from aigateway.testing._serving.websocket_inprocess import AsyncInProcessSocket, InProcessSocket
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = ["MockTransport"]
 
@@ -76,20 +76,20 @@ def to_httpx_response(
 
 
 class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """Sends httpx requests to a `MockGateway`; works for both `httpx.Client` and
-    `httpx.AsyncClient`."""
+    """Sends httpx requests to a mock gateway (`MockGateway.transport` makes one); works for
+    both `httpx.Client` and `httpx.AsyncClient`."""
 
-    def __init__(self, gateway: MockGateway) -> None:
-        self.gateway = gateway
+    def __init__(self, state: GatewayState) -> None:
+        self.state = state
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         mock_request = to_mock_request(request, request.read())
-        response = deliver(lambda: self.gateway.handle(mock_request), request, self.gateway.clock)
+        response = deliver(lambda: self.state.handle(mock_request), request, self.state.clock)
         return to_httpx_response(response, request, asynchronous=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         mock_request = to_mock_request(request, await request.aread())
-        response = deliver(lambda: self.gateway.handle(mock_request), request, self.gateway.clock)
+        response = deliver(lambda: self.state.handle(mock_request), request, self.state.clock)
         return to_httpx_response(response, request, asynchronous=True)
 
     def websocket_connect(
@@ -103,7 +103,7 @@ class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """A WebSocket to the gateway's ``/v1/stream`` in this process (our client's
         ``chat.completions.connect()`` uses it when its transport is this one)."""
         socket_type = AsyncInProcessSocket if asynchronous else InProcessSocket
-        return socket_type(self.gateway, headers, subprotocols)
+        return socket_type(self.state, headers, subprotocols)
 
     def __repr__(self) -> str:
-        return f"MockTransport(base_url={self.gateway.base_url!r})"
+        return f"MockTransport(base_url={self.state.base_url!r})"

@@ -1,4 +1,4 @@
-"""The mock's WebSocket endpoint ``/v1/stream``, without I/O (design section 2).
+"""The mock's WebSocket endpoint ``/v1/stream``, without I/O.
 
 The credential arrives as the subprotocol pair (``Authorization``, key), or, for a key that
 is not a valid subprotocol token, as an ``Authorization: Bearer`` header; the server echoes
@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from aigateway.testing._wire import (
+from aigateway.testing._core.wire import (
     JSON_CONTENT_TYPE,
     SSE_DONE,
     MockRequest,
@@ -25,7 +25,7 @@ from aigateway.testing._wire import (
 )
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = ["AUTH_SUBPROTOCOL", "DONE_FRAME", "POLICY_VIOLATION", "WebSocketSession"]
 
@@ -40,9 +40,9 @@ class WebSocketSession:
     """One WebSocket connection to the mock: where its key came from, and its frames."""
 
     def __init__(
-        self, gateway: MockGateway, headers: Mapping[str, str], subprotocols: Sequence[str]
+        self, state: GatewayState, headers: Mapping[str, str], subprotocols: Sequence[str]
     ) -> None:
-        self._gateway = gateway
+        self._state = state
         self.subprotocol = AUTH_SUBPROTOCOL if AUTH_SUBPROTOCOL in subprotocols else None
         """The subprotocol the server selects (echoes), if the client offered it."""
         authorization = {k.lower(): v for k, v in headers.items()}.get("authorization", "")
@@ -54,7 +54,7 @@ class WebSocketSession:
 
     def refusal(self) -> tuple[str, str] | None:
         """``(Error frame, close reason)`` when the key is missing or wrong, else None."""
-        problem = self._gateway.authenticate(MockRequest("GET", "/v1/stream", self._headers))
+        problem = self._state.authenticate(MockRequest("GET", "/v1/stream", self._headers))
         if not isinstance(problem, MockResponse):
             return None
         frame = error_frame(problem)

@@ -14,12 +14,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aigateway.testing._faults import ConnectionDropped
-from aigateway.testing._pacing import AsyncBody
-from aigateway.testing._ws import WebSocketSession, error_frame, event_frame
+from aigateway.testing._core.faults import ConnectionDropped
+from aigateway.testing._core.pacing import AsyncBody
+from aigateway.testing._serving.websocket import WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
-    from aigateway.testing._gateway import MockGateway
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = ["AsyncInProcessSocket", "InProcessSocket"]
 
@@ -28,10 +28,10 @@ class _Connection:
     """The state both variants share: frames ready to read, and the reply's events."""
 
     def __init__(
-        self, gateway: MockGateway, headers: Mapping[str, str], subprotocols: Sequence[str]
+        self, state: GatewayState, headers: Mapping[str, str], subprotocols: Sequence[str]
     ) -> None:
-        self._gateway = gateway
-        self._session = WebSocketSession(gateway, headers, subprotocols)
+        self._state = state
+        self._session = WebSocketSession(state, headers, subprotocols)
         self._frames: deque[str] = deque()
         self._events: Any = None
         self._answered = False
@@ -44,7 +44,7 @@ class _Connection:
         if self._answered:
             return
         self._answered = True
-        response = self._gateway.handle(self._session.request(message))
+        response = self._state.handle(self._session.request(message))
         if isinstance(response.body, bytes):
             self._frames.append(error_frame(response))
         else:

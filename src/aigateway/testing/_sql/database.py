@@ -14,7 +14,7 @@ Whatever a caller sends, it stays in its box:
 * bounded time: a statement is stopped after ``statement_timeout`` seconds of wall time (a
   progress handler, between SQLite's instructions), and the functions whose one call SQLite
   cannot stop (``printf``, ``format``, ``instr``, ``replace``, ``trim``) are replaced by
-  bounded ones (`_sql_functions`);
+  bounded ones (`aigateway.testing._sql.functions`);
 * bounded memory: SQLite's limits (`LIMITS`: a value at most `MAX_VALUE_BYTES`, the
   statement at most `MAX_SQL_BYTES`, expressions at most 100 deep, LIKE patterns at most 100
   characters...), a database at most ``max_bytes`` (its quota, `MAX_DATABASE_BYTES` by
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from aigateway.testing._sql_functions import install as install_bounded_functions
+from aigateway.testing._sql.functions import install as install_bounded_functions
 
 __all__ = [
     "LIMITS",

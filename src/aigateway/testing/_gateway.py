@@ -130,11 +130,11 @@ class MockGateway:
     @property
     def max_body_bytes(self) -> int:
         """The largest request body answered (in bytes); a larger one is a 413."""
-        return self._state.max_body_bytes
+        return self._state.guard.max_body_bytes
 
     @max_body_bytes.setter
     def max_body_bytes(self, limit: int) -> None:
-        self._state.max_body_bytes = limit
+        self._state.guard.max_body_bytes = limit
 
     @property
     def strict_fields(self) -> bool:

@@ -113,15 +113,6 @@ class GatewayState:
         self.faults = FaultPlan(self.clock.now, self.guard.rate_limit_headers)
         self.admin_token: str | None = secrets.token_urlsafe(24)
 
-    @property
-    def max_body_bytes(self) -> int:
-        """The largest request body answered (in bytes); a larger one is a 413."""
-        return self.guard.max_body_bytes
-
-    @max_body_bytes.setter
-    def max_body_bytes(self, limit: int) -> None:
-        self.guard.max_body_bytes = limit
-
     def handle(self, request: MockRequest) -> MockResponse:
         """Answer one request; never raises (an internal failure is a 500 Error reply)."""
         admin = is_admin_path(request.path)  # the mock's controls: not logged, faulted, limited

@@ -163,7 +163,7 @@ class MockASGIApp:
             try:
                 with anyio.fail_after(self.limits.request_body):
                     body = await _read_body(
-                        headers, receive, self.state.max_body_bytes, reservation
+                        headers, receive, self.state.guard.max_body_bytes, reservation
                     )
             except TimeoutError:
                 await _send_http(_Reply(self._late_body(), None), send)

@@ -18,8 +18,8 @@ from aigateway.testing._serving.transport import MockTransport
 __all__ = [
     "AsyncClient",
     "Client",
-    "async_client",
-    "client",
+    "in_process_async_client",
+    "in_process_client",
     "mock_time_retry_policy",
     "served_client",
 ]
@@ -47,12 +47,12 @@ def _in_process(transport: MockTransport, api_key: str, options: dict[str, Any])
     return {"api_key": api_key, "base_url": state.base_url, "transport": transport, **options}
 
 
-def client(transport: MockTransport, api_key: str, **options: Any) -> Client:
+def in_process_client(transport: MockTransport, api_key: str, **options: Any) -> Client:
     """A `Client` sending through ``transport`` (a gateway in this process)."""
     return Client(**_in_process(transport, api_key, options))
 
 
-def async_client(transport: MockTransport, api_key: str, **options: Any) -> AsyncClient:
+def in_process_async_client(transport: MockTransport, api_key: str, **options: Any) -> AsyncClient:
     """An `AsyncClient` sending through ``transport`` (a gateway in this process)."""
     return AsyncClient(**_in_process(transport, api_key, options))
 

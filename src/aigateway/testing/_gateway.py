@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aigateway.testing import _clients
+from aigateway.testing._clients import in_process_async_client, in_process_client
 from aigateway.testing._core.accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
 from aigateway.testing._core.catalogue import Catalogue, ModelSpec
 from aigateway.testing._core.clock import MockClock
@@ -360,11 +360,11 @@ class MockGateway:
         ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
         waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
-        return _clients.client(self.transport(), api_key or self.api_key, **options)
+        return in_process_client(self.transport(), api_key or self.api_key, **options)
 
     def async_client(self, *, api_key: str | None = None, **options: Any) -> AsyncClient:
         """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key)."""
-        return _clients.async_client(self.transport(), api_key or self.api_key, **options)
+        return in_process_async_client(self.transport(), api_key or self.api_key, **options)
 
     # -- handling --------------------------------------------------------------------------
 

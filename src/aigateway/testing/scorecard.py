@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aigateway import errors
-from aigateway.testing import MockGateway, _clients
+from aigateway.testing import MockGateway
+from aigateway.testing._clients import served_client
 
 __all__ = ["Row", "Scenario", "main", "run_scorecard"]
 
@@ -171,7 +172,7 @@ class _Caller:
 
 class _AIGateway(_Caller):
     def call(self, url: str, key: str, stream: bool) -> None:
-        with _clients.served_client(
+        with served_client(
             url,
             key,
             first_wait=0.01,

@@ -19,8 +19,8 @@ injection (``gateway.faults``)::
 
 The mock imports nothing of the client side but `aigateway.types` and `aigateway.errors` (only
 `aigateway.testing._clients` hands out our own clients wired to it), so it serves any client,
-the official ``openai`` SDK included. Its parts, each a subpackage, top to bottom (each imports
-only those below it):
+the official ``openai`` SDK included. Its parts, top to bottom (each imports only those below
+it, a contract of ``[tool.importlinter]``):
 
 * ``_gateway.py``: `MockGateway`, the state composed with its front doors; ``_clients.py``;
   ``scorecard.py`` (``python -m aigateway.testing.scorecard``); ``_marker.py``, the support

@@ -153,7 +153,7 @@ def test_every_label_sits_on_one_line(
         "context window",
         "text shown",
         "credits spent",
-        "rate limit",
+        "last rate limit",
     ):
         assert two_words in names
     wrapped = [label["text"] for label in labels if label["lines"] > 1]  # an empty cell: 0

@@ -35,7 +35,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "MAX_CHECKED",
@@ -66,6 +66,7 @@ MAX_CHECKED = 2_000
 _VALUE_SIZE = 16
 _HARD_DEPTH = 64
 _DEFAULT_SPAN = 100
+_N = TypeVar("_N", int, float)
 
 
 def sample_arguments(schema: object, rng: random.Random, *, strict: bool = False) -> dict[str, Any]:
@@ -287,18 +288,21 @@ def _pick_type(schema: Mapping[str, Any], depth: int) -> str:
     return "string"
 
 
+def _span(low: _N | None, high: _N | None, zero: _N) -> tuple[_N, _N]:
+    """The range to sample: a missing end `_DEFAULT_SPAN` from the other (from ``zero`` when
+    both are missing), and ``high`` at least ``low``."""
+    if low is None:
+        low = zero if high is None else high - _DEFAULT_SPAN
+    if high is None:
+        high = low + _DEFAULT_SPAN
+    return low, max(low, high)
+
+
 def _sample_integer(schema: Mapping[str, Any], rng: random.Random) -> int:
     low_f, low_x, high_f, high_x = bounds(schema)
     low = None if low_f is None else (math.floor(low_f) + 1 if low_x else math.ceil(low_f))
     high = None if high_f is None else (math.ceil(high_f) - 1 if high_x else math.floor(high_f))
-    if low is None and high is None:
-        low, high = 0, _DEFAULT_SPAN
-    elif low is None:
-        assert high is not None
-        low = high - _DEFAULT_SPAN
-    elif high is None:
-        high = low + _DEFAULT_SPAN
-    high = max(low, high)
+    low, high = _span(low, high, 0)
     step = number(schema.get("multipleOf"))
     if step and step > 0 and float(step).is_integer():
         m = int(step)
@@ -310,14 +314,7 @@ def _sample_integer(schema: Mapping[str, Any], rng: random.Random) -> int:
 
 def _sample_number(schema: Mapping[str, Any], rng: random.Random) -> float | int:
     low, low_x, high, high_x = bounds(schema)
-    if low is None and high is None:
-        low, high = 0.0, float(_DEFAULT_SPAN)
-    elif low is None:
-        assert high is not None
-        low = high - _DEFAULT_SPAN
-    elif high is None:
-        high = low + _DEFAULT_SPAN
-    high = max(low, high)
+    low, high = _span(low, high, 0.0)
     step = number(schema.get("multipleOf"))
     if step and step > 0:
         first = math.ceil(low / step) + (1 if low_x and (low / step).is_integer() else 0)

@@ -196,30 +196,31 @@ def _unknown_fields_response(unknown: list[str]) -> MockResponse:
     )
 
 
+def _incapable(
+    ctx: RequestContext, spec: ModelSpec, what: str, capability: str, param: str
+) -> MockResponse:
+    """The 400 for a request that model ``spec`` cannot serve (it does not ``what``), naming
+    the models that can: those with ``capability``, ``"vision"`` or ``"tool"``."""
+    specs = ctx.catalogue.specs()
+    capable = [s.id for s in specs if (s.vision if capability == "vision" else s.tools)]
+    return error_response(
+        400,
+        f"model {spec.id!r} does not {what}; {capability}-capable models: "
+        f"{', '.join(capable) or 'none'}",
+        INVALID,
+        f"model_not_{capability}_capable",
+        param=param,
+    )
+
+
 def _capability_problem(
     ctx: RequestContext, body: ChatCompletionRequest, spec: ModelSpec
 ) -> MockResponse | None:
     messages: list[Any] = list(body["messages"])
     if not spec.vision and has_image(messages):
-        capable = [s.id for s in ctx.catalogue.specs() if s.vision]
-        return error_response(
-            400,
-            f"model {spec.id!r} does not accept image input; vision-capable models: "
-            f"{', '.join(capable) or 'none'}",
-            INVALID,
-            "model_not_vision_capable",
-            param="messages",
-        )
+        return _incapable(ctx, spec, "accept image input", "vision", "messages")
     if not spec.tools and (body.get("tools") or body.get("functions")):
-        capable = [s.id for s in ctx.catalogue.specs() if s.tools]
-        return error_response(
-            400,
-            f"model {spec.id!r} does not support tools; tool-capable models: "
-            f"{', '.join(capable) or 'none'}",
-            INVALID,
-            "model_not_tool_capable",
-            param="tools",
-        )
+        return _incapable(ctx, spec, "support tools", "tool", "tools")
     if count_prompt_tokens(messages, spec.context_window) > spec.context_window:
         return error_response(
             400,

@@ -71,6 +71,7 @@ __all__ = [
     "RequestContext",
     "ServiceCategory",
     "ServiceContext",
+    "authenticated_body",
     "refuse",
 ]
 
@@ -146,6 +147,17 @@ class RequestContext:
 
 Handler = Callable[[RequestContext], MockResponse]
 """A route: ``handler(ctx)`` answers the request ``ctx`` holds."""
+
+
+def authenticated_body(ctx: RequestContext) -> tuple[Account, dict[str, Any]] | MockResponse:
+    """The account of the request's key and its body as a JSON object, or the error to answer
+    with: the key is checked first, so a request without a valid key is a 401 whatever its
+    body."""
+    account = ctx.authenticate()
+    if isinstance(account, MockResponse):
+        return account
+    body = ctx.json_object()
+    return body if isinstance(body, MockResponse) else (account, body)
 
 
 class Refusal(Exception):

@@ -21,7 +21,7 @@ from aigateway.errors import InvalidRequestError
 from aigateway.testing._core.accounts import Account, to_decimal
 from aigateway.testing._core.billing import credits_fields, insufficient_credits_response
 from aigateway.testing._core.catalogue import ModelSpec, model_object
-from aigateway.testing._core.context import RequestContext
+from aigateway.testing._core.context import RequestContext, authenticated_body
 from aigateway.testing._core.pacing import paced
 from aigateway.testing._core.request_log import UNKNOWN_FIELDS_HEADER
 from aigateway.testing._core.wire import (
@@ -91,12 +91,10 @@ def retrieve_model(ctx: RequestContext) -> MockResponse:
 
 def chat_completions(ctx: RequestContext) -> MockResponse:
     """``POST /v1/chat/completions``, plain or streamed."""
-    account = ctx.authenticate()
-    if isinstance(account, MockResponse):
-        return account
-    raw = ctx.json_object()
-    if isinstance(raw, MockResponse):
-        return raw
+    accepted = authenticated_body(ctx)
+    if isinstance(accepted, MockResponse):
+        return accepted
+    account, raw = accepted
     unknown = [name for name in raw if name not in KNOWN_FIELDS]
     if not unknown:
         return _complete(ctx, account, raw)

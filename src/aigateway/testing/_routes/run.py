@@ -32,6 +32,7 @@ from aigateway.testing._core.context import (
     RequestContext,
     ServiceCategory,
     ServiceContext,
+    authenticated_body,
 )
 from aigateway.testing._core.services import ServiceSpec
 from aigateway.testing._core.wire import (
@@ -120,12 +121,10 @@ def _accept(
     ctx: RequestContext, adapter: TypeAdapter[Any]
 ) -> tuple[Account, dict[str, Any], ServiceSpec] | MockResponse:
     """The key, a JSON object body of the right shape, a known service; else the error."""
-    account = ctx.authenticate()
-    if isinstance(account, MockResponse):
-        return account
-    body = ctx.json_object()
-    if isinstance(body, MockResponse):
-        return body
+    accepted = authenticated_body(ctx)
+    if isinstance(accepted, MockResponse):
+        return accepted
+    account, body = accepted
     checked = _checked(adapter, body)
     if isinstance(checked, MockResponse):
         return checked
@@ -249,12 +248,7 @@ def handle_file(ctx: RequestContext) -> MockResponse:
         return account
     found = ctx.files.get(ctx.argument, owner=account.id)
     if found is None:
-        return error_response(
-            404,
-            f"no file of this account has the id {shown(ctx.argument)}",
-            INVALID,
-            "file_not_found",
-        )
+        return _no_such_file(ctx)
     data, content_type = found
     return MockResponse(200, {"content-type": content_type}, data)
 
@@ -266,10 +260,12 @@ def delete_file(ctx: RequestContext) -> MockResponse:
     if isinstance(account, MockResponse):
         return account
     if not ctx.files.delete(ctx.argument, owner=account.id):
-        return error_response(
-            404,
-            f"no file of this account has the id {shown(ctx.argument)}",
-            INVALID,
-            "file_not_found",
-        )
+        return _no_such_file(ctx)
     return json_response(200, {"id": ctx.argument, "object": "file", "deleted": True})
+
+
+def _no_such_file(ctx: RequestContext) -> MockResponse:
+    """The 404 for a file id (the rest of the path) that no file of the caller's has."""
+    return error_response(
+        404, f"no file of this account has the id {shown(ctx.argument)}", INVALID, "file_not_found"
+    )

@@ -187,10 +187,16 @@ class SocialInputs(TypedDict, total=False):
 
 
 @with_config(_EXTRA)
-class StoragePutFields(TypedDict, total=False):
-    """Store ``data`` (a file) under ``key``."""
+class StorageKeyFields(TypedDict, total=False):
+    """The object stored under ``key``: what ``get`` and ``delete`` take."""
 
     key: Required[NonEmpty]
+
+
+@with_config(_EXTRA)
+class StoragePutFields(StorageKeyFields, total=False):
+    """Store ``data`` (a file) under ``key``."""
+
     data: Required[FileField]
     content_type: str
 
@@ -201,14 +207,7 @@ class StoragePutInputs(StoragePutFields, total=False):
 
 
 @with_config(_EXTRA)
-class StorageGetFields(TypedDict, total=False):
-    """Fetch the object stored under ``key``."""
-
-    key: Required[NonEmpty]
-
-
-@with_config(_EXTRA)
-class StorageGetInputs(StorageGetFields, total=False):
+class StorageGetInputs(StorageKeyFields, total=False):
     operation: Required[Literal["get"]]
 
 
@@ -225,14 +224,7 @@ class StorageListInputs(StorageListFields, total=False):
 
 
 @with_config(_EXTRA)
-class StorageDeleteFields(TypedDict, total=False):
-    """Delete the object stored under ``key``."""
-
-    key: Required[NonEmpty]
-
-
-@with_config(_EXTRA)
-class StorageDeleteInputs(StorageDeleteFields, total=False):
+class StorageDeleteInputs(StorageKeyFields, total=False):
     operation: Required[Literal["delete"]]
 
 
@@ -244,11 +236,17 @@ StorageInputs = Annotated[
 
 
 @with_config(_EXTRA)
-class DatabaseInputs(TypedDict, total=False):
-    """A database statement: ``sql`` with ``params``; ``read_only`` refuses writes."""
+class DatabaseFields(TypedDict, total=False):
+    """A database statement: ``sql`` with ``params``."""
 
     sql: Required[NonEmpty]
     params: Union[list[Any], dict[str, Any]]
+
+
+@with_config(_EXTRA)
+class DatabaseInputs(DatabaseFields, total=False):
+    """A database statement: ``sql`` with ``params``; ``read_only`` refuses writes."""
+
     read_only: bool
 
 
@@ -344,18 +342,16 @@ class SocialParams(_Model, SocialInputs, ServiceOptions, total=False): ...
 class StoragePutParams(_Model, StoragePutFields, ServiceOptions, total=False): ...
 
 
-class StorageGetParams(_Model, StorageGetFields, ServiceOptions, total=False): ...
+class StorageGetParams(_Model, StorageKeyFields, ServiceOptions, total=False): ...
 
 
 class StorageListParams(_Model, StorageListFields, ServiceOptions, total=False): ...
 
 
-class StorageDeleteParams(_Model, StorageDeleteFields, ServiceOptions, total=False): ...
+class StorageDeleteParams(_Model, StorageKeyFields, ServiceOptions, total=False): ...
 
 
-class DatabaseParams(_Model, ServiceOptions, total=False):
-    sql: Required[NonEmpty]
-    params: Union[list[Any], dict[str, Any]]
+class DatabaseParams(_Model, DatabaseFields, ServiceOptions, total=False): ...
 
 
 class SmsParams(_Model, SmsInputs, ServiceOptions, total=False): ...

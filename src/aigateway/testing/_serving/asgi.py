@@ -181,22 +181,18 @@ class MockASGIApp:
             await _send_http(reply, send)
             return
         cut: Callable[[], None] | None = scope.get("extensions", {}).get(CUT_EXTENSION)
-        try:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(
-                    _stop_on_disconnect, receive, "http.disconnect", tasks.cancel_scope
-                )
-                try:
-                    await _send_http(reply, send)
-                except ConnectionDropped:
-                    if cut is None:
-                        raise
-                    cut()
-                    with anyio.move_on_after(_CUT_GRACE):
-                        await anyio.sleep_forever()  # until the server has seen it closed
-                tasks.cancel_scope.cancel()
-        finally:
-            reply.close()
+
+        async def deliver() -> None:
+            try:
+                await _send_http(reply, send)
+            except ConnectionDropped:
+                if cut is None:
+                    raise
+                cut()
+                with anyio.move_on_after(_CUT_GRACE):
+                    await anyio.sleep_forever()  # until the server has seen it closed
+
+        await _until_disconnect(receive, "http.disconnect", reply, deliver)
 
     def _late_body(self) -> MockResponse:
         seconds = self.limits.request_body
@@ -233,23 +229,17 @@ class MockASGIApp:
         if message["type"] != "websocket.receive":
             return
         reply = await self._handle(session.request(message.get("text") or message["bytes"]))
-        try:
-            async with anyio.create_task_group() as tasks:
-                # a client that leaves early is seen at once, and its close handshake answered
-                tasks.start_soon(
-                    _stop_on_disconnect, receive, "websocket.disconnect", tasks.cancel_scope
-                )
-                try:
-                    await _send_websocket(reply, send)
-                    await send({"type": "websocket.close", "code": 1000})
-                except ConnectionDropped:
-                    reason = "connection dropped (injected fault)"
-                    await send(
-                        {"type": "websocket.close", "code": _DROPPED_CLOSE, "reason": reason}
-                    )
-                tasks.cancel_scope.cancel()
-        finally:
-            reply.close()
+
+        async def deliver() -> None:
+            try:
+                await _send_websocket(reply, send)
+                await send({"type": "websocket.close", "code": 1000})
+            except ConnectionDropped:
+                reason = "connection dropped (injected fault)"
+                await send({"type": "websocket.close", "code": _DROPPED_CLOSE, "reason": reason})
+
+        # a client that leaves early is seen at once, and its close handshake answered
+        await _until_disconnect(receive, "websocket.disconnect", reply, deliver)
 
 
 async def _read_body(
@@ -315,6 +305,20 @@ async def _send_websocket(reply: _Reply, send: Send) -> None:
         await send({"type": "websocket.send", "text": event_frame(event)})
 
     await reply.send_events(emit)
+
+
+async def _until_disconnect(
+    receive: Receive, disconnect: str, reply: _Reply, deliver: Callable[[], Awaitable[None]]
+) -> None:
+    """Run ``deliver`` (which sends ``reply``) until it ends or the client leaves (its
+    ``disconnect`` message arrives), then close the reply."""
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_stop_on_disconnect, receive, disconnect, tasks.cancel_scope)
+            await deliver()
+            tasks.cancel_scope.cancel()
+    finally:
+        reply.close()
 
 
 async def _stop_on_disconnect(receive: Receive, disconnect: str, scope: anyio.CancelScope) -> None:

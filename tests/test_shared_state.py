@@ -29,6 +29,7 @@ from aigateway import (
     SharedStateError,
     SharedStateWarning,
 )
+from aigateway.integrations.redis.binding import SharedCall
 from aigateway.shared import RedisState
 from aigateway.testing import MockGateway, RateLimits
 
@@ -422,15 +423,15 @@ def test_costs_add_up_however_the_replies_of_many_processes_interleave(redis_url
     keys = [usage, budget, f"{budget}:probe"]
     for balance in ("99.7", "99.9", "99.8", "99.6"):
         call = ["gpt-4o-mini", "", balance, "5", "5", ""]
-        state._run("SETTLE", keys, ["0", "60000", "1", *call], before_send=False)
+        SharedCall(state, "SETTLE", keys, ["0", "60000", "1", *call], before_send=False).perform()
     total = state.usage(key)["total"]
     assert total["credits"] == pytest.approx(0.3)  # 99.9 - 99.6: the three later charges
     assert total["uncounted"] == 1
 
     def reserve(max_credits: str) -> list[str]:
-        raw = state._run(
-            "BUDGET_RESERVE", keys[1:], [max_credits, "60000", "30000"], before_send=True
-        )
+        raw = SharedCall(
+            state, "BUDGET_RESERVE", keys[1:], [max_credits, "60000", "30000"]
+        ).perform()
         return [part.decode() if isinstance(part, bytes) else str(part) for part in raw]
 
     # spent: 0.3 counted + the first reply at the average 0.1 = 0.4

@@ -42,7 +42,8 @@ PROBE_TTL_MS = 30_000
 
 
 class SharedCall:
-    """Run a script in the shared state; answer its parsed result (a command for a driver)."""
+    """Run a script in the shared state; answer its parsed result, or ``local()`` when Redis
+    cannot be reached and the state fails open (a command for a driver)."""
 
     __slots__ = ("args", "before_send", "keys", "local", "parse", "script", "state")
 
@@ -61,33 +62,10 @@ class SharedCall:
         self.parse, self.local, self.before_send = parse, local, before_send
 
     def perform(self) -> Any:
-        raw = self.state._run(
-            self.script, self.keys, self.args, before_send=self.before_send, local=_Local(self)
-        )
-        return raw.value if isinstance(raw, _Fallback) else self.parse(raw)
+        return self.state._run(self)
 
     async def aperform(self) -> Any:
-        raw = await self.state._arun(
-            self.script, self.keys, self.args, before_send=self.before_send, local=_Local(self)
-        )
-        return raw.value if isinstance(raw, _Fallback) else self.parse(raw)
-
-
-class _Fallback:
-    __slots__ = ("value",)
-
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-
-class _Local:
-    """The local fallback's answer, marked so it is not parsed as a Redis answer."""
-
-    def __init__(self, call: SharedCall) -> None:
-        self._call = call
-
-    def __call__(self) -> _Fallback:
-        return _Fallback(self._call.local())
+        return await self.state._arun(self)
 
 
 class SharedBinding:

@@ -10,13 +10,16 @@ import hashlib
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from aigateway._optional import require
 from aigateway.errors import ConfigurationError, SharedStateError, SharedStateWarning
 from aigateway.integrations.redis import scripts
+
+if TYPE_CHECKING:
+    from aigateway.integrations.redis.binding import SharedCall
 
 __all__ = ["RedisState"]
 
@@ -101,12 +104,12 @@ class RedisState:
     def usage(self, api_key: str) -> dict[str, Any]:
         """What every process on ``api_key`` spent, as ``{"total": {...}, "models": {...}}``
         (requests, prompt and completion tokens, credits, failures, uncounted)."""
-        from aigateway.integrations.redis.binding import usage_of
+        from aigateway.integrations.redis.binding import SharedCall, usage_of
 
-        raw = self._run("HGETALL", [f"{self.prefix(api_key)}:usage"], [], before_send=True)
+        raw = SharedCall(self, "HGETALL", [f"{self.prefix(api_key)}:usage"], []).perform()
         return usage_of(raw or {})
 
-    # Running commands: the flow's `SharedCall` ends here.
+    # Running commands: a driver performing the flow's `SharedCall` ends here.
 
     def _client(self) -> Any:
         with self._lock:
@@ -153,59 +156,36 @@ class RedisState:
             "retry": Retry(NoBackoff(), 0),  # one try: the caller must never hang on Redis
         }
 
-    def _run(
-        self,
-        script: str,
-        keys: Sequence[str],
-        args: Sequence[object],
-        *,
-        before_send: bool,
-        local: Callable[[], Any] = lambda: None,
-    ) -> Any:
+    def _run(self, call: SharedCall) -> Any:
+        """``call``'s script on the blocking client, its answer parsed (see `_failed`)."""
         try:
-            client = self._client()
-            return _call(client, script, keys, args)
-        except ImportError:
-            raise
+            raw = _call(self._client(), call.script, call.keys, call.args)
         except Exception as exc:
-            if not _is_redis_error(exc):
-                raise
-            return self._unavailable(exc, before_send, local)
+            return self._failed(exc, call)
+        return call.parse(raw)
 
-    async def _arun(
-        self,
-        script: str,
-        keys: Sequence[str],
-        args: Sequence[object],
-        *,
-        before_send: bool,
-        local: Callable[[], Any] = lambda: None,
-    ) -> Any:
+    async def _arun(self, call: SharedCall) -> Any:
+        """`_run` on this event loop's client (in a worker thread off asyncio)."""
         import sniffio
 
         if sniffio.current_async_library() != "asyncio":  # redis.asyncio runs on asyncio only
-            import functools
-
             import anyio.to_thread
 
-            run = functools.partial(
-                self._run, script, keys, args, before_send=before_send, local=local
-            )
-            return await anyio.to_thread.run_sync(run)
+            return await anyio.to_thread.run_sync(self._run, call)
         try:
-            client = self._async_client()
-            return await _call(client, script, keys, args)
-        except ImportError:
-            raise
+            raw = await _call(self._async_client(), call.script, call.keys, call.args)
         except Exception as exc:
-            if not _is_redis_error(exc):
-                raise
-            return self._unavailable(exc, before_send, local)
+            return self._failed(exc, call)
+        return call.parse(raw)
 
-    def _unavailable(self, exc: Exception, before_send: bool, local: Callable[[], Any]) -> Any:
-        """Fail closed (raise, before anything is sent) or open (warn once, act locally)."""
+    def _failed(self, exc: Exception, call: SharedCall) -> Any:
+        """What ``call`` answers when its command raised ``exc``. Redis unreachable: fail closed
+        (raise, before anything is sent) or open (warn once, answer ``call.local()``); any other
+        error (a missing redis package, a bug) is raised as it is."""
+        if not _is_redis_error(exc):
+            raise exc
         what = f"the shared state at {_safe(self.url)} is unavailable ({type(exc).__name__}: {exc})"
-        if self.on_unavailable == "raise" and before_send:
+        if self.on_unavailable == "raise" and call.before_send:
             raise SharedStateError(f"{what}; the call was not sent") from exc
         if not self._warned:
             self._warned = True
@@ -215,7 +195,7 @@ class RedisState:
                 else "a reply's bookkeeping was not shared"
             )
             warnings.warn(SharedStateWarning(f"{what}: {fallback}"), stacklevel=2)
-        return local()
+        return call.local()
 
 
 def _scripted(client: Any) -> Any:

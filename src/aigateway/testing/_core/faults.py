@@ -34,7 +34,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from aigateway.testing._core.wire import MockRequest, MockResponse, error_body, json_response
+from aigateway.testing._core.wire import (
+    MockRequest,
+    MockResponse,
+    close_body,
+    error_body,
+    json_response,
+)
 
 __all__ = ["ConnectionDropped", "DeliveryFault", "FaultPlan", "FaultyResponse"]
 
@@ -272,7 +278,7 @@ def _before(fault: DeliveryFault) -> MockResponse:
 def _after(fault: DeliveryFault, response: MockResponse) -> MockResponse:
     if fault.kind == "drop_after":
         if not isinstance(response.body, bytes):
-            _close(response.body)
+            close_body(response.body)
         return FaultyResponse(0, {}, b"", drop=True)
     body = response.body
     if fault.kind == "truncate":
@@ -307,7 +313,7 @@ def _drop_after(events: Iterator[bytes], count: int) -> Iterator[bytes]:
             yield event
         raise ConnectionDropped(f"connection dropped after {count} events (injected fault)")
     finally:
-        _close(events)
+        close_body(events)
 
 
 def _spoil_event(events: Iterator[bytes], count: int, data: bytes) -> Iterator[bytes]:
@@ -317,18 +323,12 @@ def _spoil_event(events: Iterator[bytes], count: int, data: bytes) -> Iterator[b
                 yield b"data: " + data + b"\n\n"
             yield event
     finally:
-        _close(events)
+        close_body(events)
 
 
 def _then_drop(parts: list[bytes]) -> Iterator[bytes]:
     yield from parts
     raise ConnectionDropped("connection dropped mid-body (injected fault)")
-
-
-def _close(body: Iterator[bytes]) -> None:
-    close = getattr(body, "close", None)
-    if callable(close):
-        close()
 
 
 def _seconds(value: float) -> str:

@@ -28,7 +28,13 @@ from aigateway.testing._core.accounts import Ledger
 from aigateway.testing._core.idempotency import IdempotencyStore
 from aigateway.testing._core.pacing import AsyncBody
 from aigateway.testing._core.rate_limits import RateLimiter
-from aigateway.testing._core.wire import MockRequest, MockResponse, declared_length, error_response
+from aigateway.testing._core.wire import (
+    MockRequest,
+    MockResponse,
+    close_body,
+    declared_length,
+    error_response,
+)
 
 __all__ = ["Guard"]
 
@@ -154,8 +160,6 @@ class _UntilDone:
 
     def close(self) -> None:
         try:
-            close = getattr(self._body, "close", None)
-            if callable(close):
-                close()
+            close_body(self._body)
         finally:
             self._finish()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from aigateway.testing._core.wire import MockResponse
+from aigateway.testing._core.wire import MockResponse, close_body
 
 __all__ = ["AsyncBody", "PacedBody", "StreamPacing", "held_pacing", "paced"]
 
@@ -156,6 +156,4 @@ class AsyncBody(AsyncIterator[bytes]):
         aclose = getattr(self._events, "aclose", None)
         if aclose is not None:
             await aclose()
-        close = getattr(self._body, "close", None)
-        if callable(close):
-            close()
+        close_body(self._body)

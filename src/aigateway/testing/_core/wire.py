@@ -35,6 +35,7 @@ __all__ = [
     "MockRequest",
     "MockResponse",
     "bearer_key",
+    "close_body",
     "dumps",
     "error_body",
     "error_response",
@@ -273,6 +274,14 @@ class MockResponse:
         if not isinstance(self.body, bytes):
             raise TypeError("a streamed reply has no single JSON body; iterate `body` instead")
         return json.loads(self.body)
+
+
+def close_body(body: object) -> None:
+    """Close a reply's streamed body (a generator, a paced body: anything with ``close``), so
+    what it holds is let go even when it was not read to its end; other bodies need nothing."""
+    close = getattr(body, "close", None)
+    if callable(close):
+        close()
 
 
 def json_response(

@@ -37,6 +37,7 @@ from aigateway.testing._core.wire import (
     MockRequest,
     MockResponse,
     bearer_key,
+    close_body,
     declared_length,
     error_response,
 )
@@ -127,9 +128,7 @@ class _Reply:
             await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
-        close = getattr(self.response.body, "close", None)
-        if callable(close):
-            close()
+        close_body(self.response.body)
 
 
 class MockASGIApp:

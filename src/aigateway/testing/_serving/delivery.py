@@ -24,7 +24,7 @@ import httpx
 from aigateway.testing._core.clock import MockClock
 from aigateway.testing._core.faults import ConnectionDropped, FaultyResponse
 from aigateway.testing._core.pacing import PacedBody, StreamPacing, held_pacing
-from aigateway.testing._core.wire import MockResponse
+from aigateway.testing._core.wire import MockResponse, close_body
 
 __all__ = ["deliver"]
 
@@ -48,7 +48,7 @@ def deliver(
             try:
                 _silence(request, response.latency).pass_by(clock)
             except httpx.ReadTimeout:
-                _close(response.body)
+                close_body(response.body)
                 raise
         chunk_latency = response.chunk_latency
     if not isinstance(response.body, bytes):
@@ -93,12 +93,6 @@ def _silence(request: httpx.Request, latency: float, paced: float = 0.0) -> _Sil
         f"no data for {read_timeout} s (the mock gateway waits {seconds} s here)", request=request
     )
     return _Silence(read_timeout, min(paced, read_timeout), timeout)
-
-
-def _close(body: object) -> None:
-    close = getattr(body, "close", None)
-    if callable(close):
-        close()
 
 
 class _Delivered:
@@ -155,4 +149,4 @@ class _Delivered:
         return exc
 
     def close(self) -> None:
-        _close(self._body)
+        close_body(self._body)

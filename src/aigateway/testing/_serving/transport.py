@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from aigateway.testing._core.pacing import AsyncBody
-from aigateway.testing._core.wire import MockRequest, MockResponse
+from aigateway.testing._core.wire import MockRequest, MockResponse, close_body
 from aigateway.testing._serving.delivery import deliver
 from aigateway.testing._serving.websocket_inprocess import AsyncInProcessSocket, InProcessSocket
 
@@ -35,9 +35,7 @@ class _SyncStream(httpx.SyncByteStream):
         yield from self._chunks
 
     def close(self) -> None:
-        close = getattr(self._chunks, "close", None)
-        if callable(close):
-            close()
+        close_body(self._chunks)
 
 
 class _AsyncStream(httpx.AsyncByteStream):
@@ -48,9 +46,7 @@ class _AsyncStream(httpx.AsyncByteStream):
         return AsyncBody(self._chunks)
 
     async def aclose(self) -> None:
-        close = getattr(self._chunks, "close", None)
-        if callable(close):
-            close()
+        close_body(self._chunks)
 
 
 def to_mock_request(request: httpx.Request, body: bytes) -> MockRequest:

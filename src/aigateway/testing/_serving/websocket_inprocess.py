@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aigateway.testing._core.faults import ConnectionDropped
 from aigateway.testing._core.pacing import AsyncBody
+from aigateway.testing._core.wire import close_body
 from aigateway.testing._serving.websocket import WebSocketSession, error_frame, event_frame
 
 if TYPE_CHECKING:
@@ -55,9 +56,7 @@ class _Connection:
         return ConnectionResetError(why)
 
     def _close_events(self) -> None:
-        close = getattr(self._events, "close", None)
-        if callable(close):
-            close()
+        close_body(self._events)
         self._events = None
 
 

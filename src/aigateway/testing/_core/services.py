@@ -43,31 +43,39 @@ class ServiceSpec:
         check_price(self.price, "a service's price")
 
 
+_UNITS = {
+    "image": "image",
+    "video": "second",
+    "speech": "1k_characters",
+    "email": "message",
+    "document": "page",
+}
+"""The billing unit of each category the API names one for; the others cost per request."""
+
+_DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "image": {"flux-schnell": 0.003, "stability/sdxl": 0.004, "dall-e-3": 0.04},
+    "video": {"runway/gen-3": 0.05, "luma/dream-machine": 0.03},
+    "speech": {"tts-1": 0.015, "elevenlabs/multilingual-v2": 0.03},
+    "transcription": {"whisper-1": 0.006, "deepgram/nova-2": 0.004},
+    "scrape": {"firecrawl/scrape": 0.001, "jina/reader": 0.0005},
+    "search": {"tavily/search": 0.005, "serper/search": 0.001},
+    "email": {"resend/email": 0.001, "sendgrid/email": 0.001},
+    "payment": {"stripe/payments": 0.01},
+    "document": {"llamaparse/parse": 0.003, "unstructured/parse": 0.01},
+    "social": {"socialdata/profile": 0.002},
+    "storage": {"s3/storage": 0.0005},
+    "database": {"supabase/sql": 0.0005},
+    "sms": {"twilio/sms": 0.0075},
+}
+"""The default services: their prices (credits per unit of their category) by category and id."""
+
+
 def default_services() -> list[ServiceSpec]:
-    """A fresh copy of the default services, two or three per category (edit it freely)."""
+    """A fresh copy of the default services, one to three per category (edit it freely)."""
     return [
-        ServiceSpec("flux-schnell", "image", 0.003, "image"),
-        ServiceSpec("stability/sdxl", "image", 0.004, "image"),
-        ServiceSpec("dall-e-3", "image", 0.04, "image"),
-        ServiceSpec("runway/gen-3", "video", 0.05, "second"),
-        ServiceSpec("luma/dream-machine", "video", 0.03, "second"),
-        ServiceSpec("tts-1", "speech", 0.015, "1k_characters"),
-        ServiceSpec("elevenlabs/multilingual-v2", "speech", 0.03, "1k_characters"),
-        ServiceSpec("whisper-1", "transcription", 0.006),
-        ServiceSpec("deepgram/nova-2", "transcription", 0.004),
-        ServiceSpec("firecrawl/scrape", "scrape", 0.001),
-        ServiceSpec("jina/reader", "scrape", 0.0005),
-        ServiceSpec("tavily/search", "search", 0.005),
-        ServiceSpec("serper/search", "search", 0.001),
-        ServiceSpec("resend/email", "email", 0.001, "message"),
-        ServiceSpec("sendgrid/email", "email", 0.001, "message"),
-        ServiceSpec("stripe/payments", "payment", 0.01),
-        ServiceSpec("llamaparse/parse", "document", 0.003, "page"),
-        ServiceSpec("unstructured/parse", "document", 0.01, "page"),
-        ServiceSpec("socialdata/profile", "social", 0.002),
-        ServiceSpec("s3/storage", "storage", 0.0005),
-        ServiceSpec("supabase/sql", "database", 0.0005),
-        ServiceSpec("twilio/sms", "sms", 0.0075),
+        ServiceSpec(service_id, category, price, _UNITS.get(category, "request"))
+        for category, prices in _DEFAULT_PRICES.items()
+        for service_id, price in prices.items()
     ]
 
 

@@ -85,6 +85,11 @@ HttpURL = Annotated[str, Field(pattern=r"^https?://\S+$")]
 _EXTRA = ConfigDict(extra="allow")
 
 
+class _Model(TypedDict):
+    model: Required[NonEmpty]
+    """The service id (the gateway's catalogue is authoritative)."""
+
+
 class ServiceOptions(RequestOptions, total=False):
     """What every typed service method takes besides its inputs."""
 
@@ -93,11 +98,17 @@ class ServiceOptions(RequestOptions, total=False):
 
 
 @with_config(_EXTRA)
-class ImageInputs(TypedDict, total=False):
-    """Image generation: ``prompt`` and optionally ``size`` and ``n`` images."""
+class ImageGenerateInputs(TypedDict, total=False):
+    """What ``POST /image/generate`` takes besides ``model``."""
 
     prompt: Required[NonEmpty]
     size: ImageSize
+
+
+@with_config(_EXTRA)
+class ImageInputs(ImageGenerateInputs, total=False):
+    """Image generation: ``prompt`` and optionally ``size`` and ``n`` images."""
+
     n: Annotated[int, Field(strict=True, ge=1, le=4)]
     negative_prompt: str
 
@@ -277,31 +288,15 @@ CATEGORIES: Mapping[str, Any] = {
 """The thirteen service categories of the API, each with the inputs it takes."""
 
 
-class RunBody(TypedDict):
+class RunBody(_Model):
     """The JSON body of ``POST /run``."""
 
-    model: NonEmpty
     inputs: dict[str, Any]
 
 
 @with_config(_EXTRA)
-class ImageGenerateInputs(TypedDict, total=False):
-    """What ``POST /image/generate`` takes besides ``model``."""
-
-    prompt: Required[NonEmpty]
-    size: ImageSize
-
-
-@with_config(_EXTRA)
-class ImageGenerateBody(ImageGenerateInputs, total=False):
+class ImageGenerateBody(ImageGenerateInputs, _Model, total=False):
     """The JSON body of ``POST /image/generate``: ``{model, prompt, size}``."""
-
-    model: Required[NonEmpty]
-
-
-class _Model(TypedDict):
-    model: Required[NonEmpty]
-    """The service id (the gateway's catalogue is authoritative)."""
 
 
 # The keyword arguments of the typed service methods: the service id, its inputs, the options.

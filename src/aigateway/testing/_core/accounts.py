@@ -33,6 +33,14 @@ def to_decimal(amount: float | int | Decimal) -> Decimal:
     return Decimal(repr(float(amount))) if isinstance(amount, float) else Decimal(amount)
 
 
+def _not_negative(amount: float | Decimal, what: str) -> Decimal:
+    """``amount`` as a Decimal; a ValueError naming ``what`` when it is below zero."""
+    value = to_decimal(amount)
+    if value < 0:
+        raise ValueError(f"{what} cannot be negative, got {amount!r}")
+    return value
+
+
 class Account:
     """An account of the mock gateway: ``id``, ``key`` (its API key) and ``credits``.
 
@@ -101,9 +109,7 @@ class Ledger:
     ) -> Account:
         """A new account with ``credits`` (20 by default) and a fresh key (or ``key``); keys
         are random unless the ledger's `IdSource` has fixed secrets."""
-        balance = to_decimal(credits)
-        if balance < 0:
-            raise ValueError(f"credits cannot be negative, got {credits!r}")
+        balance = _not_negative(credits, "credits")
         account_id = self._ids.next("account", "acct_", 16)
         key = key if key is not None else self._ids.secret("key", "mock-", 32)
         account = Account(account_id, key, balance)
@@ -142,9 +148,7 @@ class Ledger:
 
     def set_credits(self, key: str, amount: float | Decimal) -> None:
         """Set the balance of the account with API key ``key``."""
-        value = to_decimal(amount)
-        if value < 0:
-            raise ValueError(f"credits cannot be negative, got {amount!r}")
+        value = _not_negative(amount, "credits")
         with self._lock:
             self._require(key)._balance = value
 
@@ -159,9 +163,7 @@ class Ledger:
         completion_tokens: int = 0,
     ) -> ChargeResult:
         """Debit ``amount`` if the balance covers it, atomically; else refuse and debit nothing."""
-        value = to_decimal(amount)
-        if value < 0:
-            raise ValueError(f"a charge cannot be negative, got {amount!r}")
+        value = _not_negative(amount, "a charge")
         with self._lock:
             account = self._require(key)
             if account._balance < value:

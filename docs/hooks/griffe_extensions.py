@@ -4,14 +4,15 @@ user passes, where the source spells it for the checkers or for lazy loading."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 import griffe
 
 
 class LazyResources(griffe.Extension):
-    """The client's resources (``chat = LazyResource(module, class, doc)``) are documented as
-    attributes of their resource type, with the doc string given to them."""
+    """The clients' resources (``chat = LazyResource(module, class, doc)``) are documented as
+    attributes with the doc string given to them (`ClientTwins` gives each client its type)."""
 
     def on_attribute_instance(
         self, *, node: ast.AST | griffe.ObjectNode, attr: griffe.Attribute, **kwargs: Any
@@ -24,10 +25,94 @@ class LazyResources(griffe.Extension):
         doc = call.args[2] if len(call.args) > 2 else None
         if isinstance(doc, ast.Constant) and isinstance(doc.value, str):
             attr.docstring = griffe.Docstring(doc.value, parent=attr)
-        if isinstance(attr.annotation, griffe.ExprSubscript):
-            attr.annotation = attr.annotation.slice
         attr.value = None
         attr.labels.add("resource")
+
+
+class ClientTwins(griffe.Extension):
+    """`Client` and `AsyncClient` inherit their constructor and resources from one base,
+    ``BaseClient[Pipeline, HTTPClient, Transport]``: each client is documented with its own
+    copy, the base's type parameters replaced by the client's type arguments
+    (``http_client: httpx.Client | None``) and each resource, a ``LazyResource[Chat,
+    AsyncChat]``, shown as the class that client has (``chat: Chat``, ``chat: AsyncChat``)."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        if pkg.name != "aigateway":
+            return
+        base = pkg["_client.base.BaseClient"]
+        generic = next(b for b in base.bases if isinstance(b, griffe.ExprSubscript))
+        type_parameters = [str(element) for element in _elements(generic.slice)]
+        for name in ("Client", "AsyncClient"):
+            client = pkg[f"_client.clients.{name}"]
+            subscript = next(b for b in client.bases if isinstance(b, griffe.ExprSubscript))
+            arguments = _elements(subscript.slice)
+            mapping = dict(zip(type_parameters, arguments, strict=True))
+            asynchronous = str(arguments[0]) == "AsyncPipeline"
+            init = base.members["__init__"]
+            copy = griffe.Function(
+                "__init__",
+                lineno=init.lineno,
+                endlineno=init.endlineno,
+                returns=init.returns,
+                parameters=griffe.Parameters(
+                    *(
+                        griffe.Parameter(
+                            parameter.name,
+                            annotation=_substituted(parameter.annotation, mapping),
+                            kind=parameter.kind,
+                            default=parameter.default,
+                        )
+                        for parameter in init.parameters
+                    )
+                ),
+            )
+            client.set_member("__init__", copy)
+            if init.docstring is not None:
+                copy.docstring = _docstring(init.docstring, copy)
+            for member in list(base.members.values()):
+                if "resource" not in member.labels:
+                    continue
+                annotation = member.annotation
+                if isinstance(annotation, griffe.ExprSubscript):
+                    annotation = _elements(annotation.slice)[int(asynchronous)]
+                resource = griffe.Attribute(
+                    member.name,
+                    lineno=member.lineno,
+                    endlineno=member.endlineno,
+                    annotation=annotation,
+                )
+                resource.labels |= member.labels
+                client.set_member(member.name, resource)
+                if member.docstring is not None:
+                    resource.docstring = _docstring(member.docstring, resource)
+
+
+def _docstring(docstring: griffe.Docstring, parent: griffe.Object) -> griffe.Docstring:
+    return griffe.Docstring(
+        docstring.value,
+        parent=parent,
+        parser=docstring.parser,
+        parser_options=docstring.parser_options,
+    )
+
+
+def _elements(expression: Any) -> list[Any]:
+    return list(expression.elements) if isinstance(expression, griffe.ExprTuple) else [expression]
+
+
+def _substituted(expression: Any, mapping: dict[str, Any]) -> Any:
+    """``expression`` with the names in ``mapping`` replaced by their values."""
+    if isinstance(expression, griffe.ExprName):
+        return mapping.get(expression.name, expression)
+    if isinstance(expression, griffe.Expr) and dataclasses.is_dataclass(expression):
+        changes = {
+            field.name: _substituted(getattr(expression, field.name), mapping)
+            for field in dataclasses.fields(expression)
+        }
+        return dataclasses.replace(expression, **changes)
+    if isinstance(expression, list):
+        return [_substituted(item, mapping) for item in expression]
+    return expression
 
 
 class KeywordSignatures(griffe.Extension):

@@ -89,9 +89,11 @@ def client_resources() -> list[tuple[str, type]]:
     found: list[tuple[str, type]] = []
 
     def visit(owner: type, prefix: str) -> None:
-        for name, attribute in vars(owner).items():
+        inherited = (name for cls in reversed(owner.__mro__) for name in vars(cls))
+        for name in dict.fromkeys(inherited):  # the clients' resources are their base's
             if name.startswith("_") or name.startswith("with_"):
                 continue
+            attribute = inspect.getattr_static(owner, name)
             try:
                 resource = _resource_class(owner, name, attribute)
             except (LookupError, KeyError, TypeError, NameError):

@@ -1,6 +1,6 @@
-"""What `Client` and `AsyncClient` share: settings, what the client remembers, repr,
-``with_options`` and ``with_budget`` copies, and resources built lazily around the client's
-pipeline (one descriptor, `LazyResource`)."""
+"""What `Client` and `AsyncClient` share: the constructor and its settings, what the client
+remembers, repr, ``with_options`` and ``with_budget`` copies, and the resources, built lazily
+around the client's pipeline (one descriptor, `LazyResource`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from typing_extensions import deprecated
 from aigateway._call.settings import (
     DEFAULT,
     DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
     ClientConfig,
     TimeoutTypes,
     check_stream_timeouts,
@@ -22,7 +25,7 @@ from aigateway._call.settings import (
     chosen_deadlines,
     coerce_timeout,
 )
-from aigateway._call.timeouts import StreamTimeouts
+from aigateway._call.timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimeouts
 from aigateway._display import card, field, guarded, plain, rate_limit_text
 from aigateway._lazy import collector_paused
 from aigateway._logging import configure_from_env
@@ -35,23 +38,58 @@ from aigateway._pipeline.state import ClientState
 from aigateway.errors import ConfigurationError, RateLimitInfo
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
     from typing_extensions import Self
 
+    from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
     from aigateway._pipeline.state import SharedState
     from aigateway.integrations.redis.state import RedisState
+    from aigateway.resources.chat import AsyncChat, Chat
+    from aigateway.resources.data import (
+        AsyncDatabases,
+        AsyncDocuments,
+        AsyncStorage,
+        Databases,
+        Documents,
+        Storage,
+    )
+    from aigateway.resources.discovery import AsyncDiscovery, Discovery
+    from aigateway.resources.media import (
+        AsyncAudio,
+        AsyncImages,
+        AsyncVideos,
+        Audio,
+        Images,
+        Videos,
+    )
+    from aigateway.resources.messaging import (
+        AsyncEmail,
+        AsyncPayments,
+        AsyncSms,
+        Email,
+        Payments,
+        Sms,
+    )
+    from aigateway.resources.models import AsyncModels, Models
+    from aigateway.resources.run import AsyncRun, Run
+    from aigateway.resources.web import AsyncSocial, AsyncWeb, Social, Web
 
 
 __all__ = ["BaseClient", "LazyResource"]
 
 PipelineT = TypeVar("PipelineT", bound=Pipeline)
+HTTPClientT = TypeVar("HTTPClientT", bound=httpx.Client | httpx.AsyncClient)
+TransportT = TypeVar("TransportT", bound=httpx.BaseTransport | httpx.AsyncBaseTransport)
 ResourceT = TypeVar("ResourceT")
+AsyncResourceT = TypeVar("AsyncResourceT")
 UNCHANGED: Any = object()
 """The default of each `with_options` argument: that setting stays as it is."""
 
 
-class LazyResource(Generic[ResourceT]):
-    """A resource built on first access from ``aigateway.resources.<module>`` around the
-    client's pipeline, then kept on the client like a ``cached_property``."""
+class LazyResource(Generic[ResourceT, AsyncResourceT]):
+    """A resource of both clients, built on first access from ``aigateway.resources.<module>``
+    around the client's pipeline (``class_name`` on a `Client`, ``Async<class_name>`` on an
+    `AsyncClient`), then kept on the client like a ``cached_property``."""
 
     def __init__(self, module: str, class_name: str, doc: str) -> None:
         self._module = module
@@ -64,54 +102,124 @@ class LazyResource(Generic[ResourceT]):
     @overload
     def __get__(self, client: None, owner: type) -> Self: ...
     @overload
-    def __get__(self, client: object, owner: type) -> ResourceT: ...
-    def __get__(self, client: object | None, owner: type) -> Self | ResourceT:
+    def __get__(self, client: BaseClient[SyncPipeline, Any, Any], owner: type) -> ResourceT: ...
+    @overload
+    def __get__(
+        self, client: BaseClient[AsyncPipeline, Any, Any], owner: type
+    ) -> AsyncResourceT: ...
+    def __get__(self, client: BaseClient[Any, Any, Any] | None, owner: type) -> Any:
         if client is None:
             return self
         import importlib
 
         with collector_paused():
             module = importlib.import_module(f"aigateway.resources.{self._module}")
-        pipeline = client._pipeline  # type: ignore[attr-defined]
-        resource: ResourceT = getattr(module, self._class_name)(pipeline)
+        pipeline = client._pipeline
+        name = f"Async{self._class_name}" if pipeline.asynchronous else self._class_name
+        resource = getattr(module, name)(pipeline)
         client.__dict__[self._name] = resource
         return resource
 
 
-class BaseClient(Generic[PipelineT]):
+class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
+    """A client, sync or async by its driver (`SyncPipeline`, `AsyncPipeline`) and the httpx
+    client and transport it takes: one constructor, one set of resources and properties."""
+
+    _pipeline_type: type[PipelineT]
+    """The driver of the request path."""
+    _http_client_type: type[HTTPClientT]
+    """What ``http_client=`` must be."""
+    _own_http_client_type: type[HTTPClientT]
+    """The httpx client made when none is given (`aigateway._http.clients`)."""
     _slots_type: Callable[[int], threading.BoundedSemaphore | LoopSlots]
+    """The concurrency slots of ``max_concurrency``."""
     _pipeline: PipelineT
     _owns_http_client: bool
     _closed: bool = False
 
-    def _setup(
+    def __init__(
         self,
-        pipeline_type: type[PipelineT],
-        http_client_type: type[httpx.Client] | type[httpx.AsyncClient],
         *,
-        http_client: httpx.Client | httpx.AsyncClient | None,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
-        retry_policy: RetryPolicy | None,
-        stream_first_event_timeout: float | None,
-        stream_idle_timeout: float | None,
-        stream_deadline: float | None,
-        deadline: float | None,
+        api_key: str | None = None,
+        base_url: str | httpx.URL | None = None,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: HTTPClientT | None = None,
+        transport: TransportT | None = None,
+        retry_policy: RetryPolicy | None = None,
+        auto_idempotency_keys: bool = False,
+        wait_for_rate_limit: bool = False,
+        max_concurrency: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        stream_first_event_timeout: float | None = None,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
+        stream_deadline: float | None = DEFAULT,
         max_credits: float | None = None,
-        tracing: object = False,
+        tracing: bool | TracerProvider = False,
         shared_state: RedisState | None = None,
         rate_limit: RateLimit | None = None,
-        own_http_client_type: type[httpx.Client] | type[httpx.AsyncClient] | None = None,
-        **settings: Any,
     ) -> None:
+        """Every setting is checked here: one it cannot work with raises `ConfigurationError`.
+
+        Args:
+            api_key: The gateway key; ``AIGATEWAY_API_KEY`` when not given. Sent only to the
+                gateway's own host.
+            base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not
+                given.
+            timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every
+                request.
+            deadline: Seconds a whole call may take: connecting, every attempt, every wait
+                between attempts and, for a stream, its whole life. By default 600 for a plain
+                call and none for a stream (its idle timeout applies); None for none at all.
+            max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
+            default_headers: Headers sent with every request.
+            http_client: Your own `httpx.Client` (an `httpx.AsyncClient` for `AsyncClient`;
+                you close it); its settings are used as they are.
+            transport: An `httpx.BaseTransport` (an `httpx.AsyncBaseTransport` for
+                `AsyncClient`) to route requests elsewhere (a mock, a proxy).
+            retry_policy: What is retried, the waits between attempts and their cap.
+            auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``, so
+                calls that act on the world are retried safely too.
+            wait_for_rate_limit: True: wait for a spent rate-limit window to reset instead of
+                getting a `RateLimitError`.
+            max_concurrency: The most requests in flight at once (a stream counts until
+                closed).
+            max_response_bytes: The most bytes a reply read into memory may hold, counted after
+                decompression (64 MiB by default); past it the connection is closed and
+                `ResponseTooLargeError` raised. Streams hold each event to 1 MiB instead.
+            stream_first_event_timeout: Seconds from a stream's request to its first event (a
+                timeout there is retried); the idle timeout when not given.
+            stream_idle_timeout: Seconds allowed between a stream's events; None for no limit.
+            stream_deadline: Deprecated (removed in the next release): ``deadline`` for
+                streams only.
+            max_credits: Refuse calls (`BudgetExceededError`, nothing sent) once this many
+                credits are spent; ``client.usage`` says what was.
+            tracing: True: an OpenTelemetry span per call from the global tracer provider; or
+                the `TracerProvider` to use. Off by default (needs the ``otel`` extra).
+            shared_state: An `aigateway.shared.RedisState`: the rate limit, credit budget,
+                usage and idempotency keys of actions are shared by every process on the key.
+            rate_limit: A `RateLimit` to keep to (with ``shared_state``) instead of learning it
+                from the gateway's replies; implies ``wait_for_rate_limit``.
+        """
         plain_deadline, stream_deadline = chosen_deadlines(
             deadline, stream_deadline, unset=DEFAULT, plain=DEFAULT_DEADLINE, streams=None
         )
         config = ClientConfig.resolve(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+            auto_idempotency_keys=auto_idempotency_keys,
+            wait_for_rate_limit=wait_for_rate_limit,
+            max_concurrency=max_concurrency,
             stream_timeouts=StreamTimeouts(
                 stream_first_event_timeout, stream_idle_timeout, stream_deadline
             ),
             deadline=plain_deadline,
-            **settings,
+            max_response_bytes=max_response_bytes,
         )
         observer = None
         if tracing is not False:  # checked before the http client is made
@@ -125,16 +233,17 @@ class BaseClient(Generic[PipelineT]):
             )
         ledger = UsageLedger()
         credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
-        if http_client is not None and not isinstance(http_client, http_client_type):
+        wanted = self._http_client_type
+        if http_client is not None and not isinstance(http_client, wanted):
             raise ConfigurationError(
-                f"http_client must be an {http_client_type.__module__}.{http_client_type.__name__} "
+                f"http_client must be an {wanted.__module__}.{wanted.__name__} "
                 f"for {type(self).__name__}, got {type(http_client).__name__}"
             )
         if http_client is not None and transport is not None:
             raise ConfigurationError("pass http_client or transport, not both")
         self._owns_http_client = http_client is None
         if http_client is None:
-            http_client = (own_http_client_type or http_client_type)(
+            http_client = self._own_http_client_type(
                 timeout=config.timeout,
                 transport=transport,  # type: ignore[arg-type]
             )
@@ -142,11 +251,75 @@ class BaseClient(Generic[PipelineT]):
         state = new_state(config, ledger, shared_state=shared_state, rate_limit=rate_limit)
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
-        self._pipeline = pipeline_type(
+        self._pipeline = self._pipeline_type(
             config, http_client, state, retry_policy or RetryPolicy(), transport
         )
         self._pipeline.credit_budget = credit_budget
         self._pipeline.observer = observer
+
+    chat: LazyResource[Chat, AsyncChat] = LazyResource(
+        "chat", "Chat", "Chat completions: ``client.chat.completions.create(...)``."
+    )
+    models: LazyResource[Models, AsyncModels] = LazyResource(
+        "models", "Models", "The model catalogue: ``client.models.list()``, ``.retrieve(id)``."
+    )
+
+    run: LazyResource[Run, AsyncRun] = LazyResource(
+        "run",
+        "Run",
+        "Any service on ``POST /run``: ``client.run(model, inputs)`` returns a `RunResult`.",
+    )
+    images: LazyResource[Images, AsyncImages] = LazyResource(
+        "media",
+        "Images",
+        "Image generation: ``client.images.generate(model=..., prompt=..., size=...)``.",
+    )
+    videos: LazyResource[Videos, AsyncVideos] = LazyResource(
+        "media",
+        "Videos",
+        "Video generation: ``client.videos.generate(model=..., prompt=..., duration=...)``.",
+    )
+    audio: LazyResource[Audio, AsyncAudio] = LazyResource(
+        "media",
+        "Audio",
+        "Speech: ``audio.speech(model=..., text=...)``, ``audio.transcribe(model=..., audio=...)``.",
+    )
+    web: LazyResource[Web, AsyncWeb] = LazyResource(
+        "web",
+        "Web",
+        "The web: ``web.scrape(model=..., url=...)``, ``web.search(model=..., query=...)``.",
+    )
+    social: LazyResource[Social, AsyncSocial] = LazyResource(
+        "web", "Social", "Social data: ``social.profile(model=..., handle=...)``."
+    )
+    email: LazyResource[Email, AsyncEmail] = LazyResource(
+        "messaging", "Email", "Email: ``email.send(model=..., to=..., subject=..., text=...)``."
+    )
+    sms: LazyResource[Sms, AsyncSms] = LazyResource(
+        "messaging", "Sms", "SMS: ``sms.send(model=..., to='+14155550123', text=...)``."
+    )
+    payments: LazyResource[Payments, AsyncPayments] = LazyResource(
+        "messaging",
+        "Payments",
+        "Payments: ``payments.create(model=..., amount=..., currency=...)``.",
+    )
+    documents: LazyResource[Documents, AsyncDocuments] = LazyResource(
+        "data", "Documents", "Document parsing: ``documents.parse(model=..., file=...)``."
+    )
+    storage: LazyResource[Storage, AsyncStorage] = LazyResource(
+        "data", "Storage", "Object storage: ``storage.put/get/list/delete(model=..., ...)``."
+    )
+    databases: LazyResource[Databases, AsyncDatabases] = LazyResource(
+        "data",
+        "Databases",
+        "SQL: ``databases.query(model=..., sql=...)``, ``databases.execute(...)``.",
+    )
+
+    discovery: LazyResource[Discovery, AsyncDiscovery] = LazyResource(
+        "discovery",
+        "Discovery",
+        "The site-root files: ``discovery.llms_txt()``, ``.agent_card()``, ``.mcp_server_card()``.",
+    )
 
     @property
     def config(self) -> ClientConfig:

@@ -20,6 +20,7 @@ from aigateway._call.timeouts import SEND_ENDS_AT
 from aigateway._http.body import adecoded_body, decoded_body
 from aigateway._http.leases import aclose_reply, close_reply
 from aigateway._pipeline.flow import Pipeline
+from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
 
 if TYPE_CHECKING:
     import os
@@ -33,6 +34,8 @@ class SyncPipeline(Pipeline):
     """The blocking driver, over an `httpx.Client`."""
 
     http_client: httpx.Client
+    body_pieces = staticmethod(decoded_body)
+    streamed_response_type = StreamedResponse
 
     def request(self, call: APICall[Any]) -> Any:
         """Run a call's flow to its result (or error)."""
@@ -110,18 +113,10 @@ class SyncPipeline(Pipeline):
             return None
         return command.perform()  # a command of its own (a WebSocket's)
 
-    def body_pieces(self, response: httpx.Response) -> Any:
-        return decoded_body(response)
-
     def stream_type(self) -> Any:
         from aigateway._streams.streams import Stream
 
         return Stream
-
-    def streamed_response_type(self) -> Any:
-        from aigateway._pipeline.response import StreamedResponse
-
-        return StreamedResponse
 
 
 class AsyncPipeline(Pipeline):
@@ -129,6 +124,8 @@ class AsyncPipeline(Pipeline):
 
     http_client: httpx.AsyncClient
     asynchronous = True
+    body_pieces = staticmethod(adecoded_body)
+    streamed_response_type = AsyncStreamedResponse
 
     async def request(self, call: APICall[Any]) -> Any:
         """Run a call's flow to its result (or error)."""
@@ -215,18 +212,10 @@ class AsyncPipeline(Pipeline):
                 return await command.slots.acquire()
         return await command.aperform()  # a command of its own (a WebSocket's)
 
-    def body_pieces(self, response: httpx.Response) -> Any:
-        return adecoded_body(response)
-
     def stream_type(self) -> Any:
         from aigateway._streams.streams import AsyncStream
 
         return AsyncStream
-
-    def streamed_response_type(self) -> Any:
-        from aigateway._pipeline.response import AsyncStreamedResponse
-
-        return AsyncStreamedResponse
 
 
 def fetch_call(

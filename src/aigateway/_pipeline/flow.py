@@ -524,17 +524,14 @@ class Pipeline:
 
     # What differs between sync and async results
 
-    def body_pieces(self, response: httpx.Response) -> Any:
-        """A reply's body as an (async) iterator of decoded pieces (`aigateway._http.body`): made
-        here, not by a command, since making it does no I/O (one yield less per reply)."""
-        raise NotImplementedError
+    body_pieces: Callable[[httpx.Response], Any]
+    """A reply's body as an (async) iterator of decoded pieces (`aigateway._http.body`): made
+    here, not by a command, since making it does no I/O (one yield less per reply)."""
+    streamed_response_type: type[Any]
+    """`StreamedResponse` or `AsyncStreamedResponse`."""
 
     def stream_type(self) -> Any:
-        """`Stream` or `AsyncStream`."""
-        raise NotImplementedError
-
-    def streamed_response_type(self) -> Any:
-        """`StreamedResponse` or `AsyncStreamedResponse`."""
+        """`Stream` or `AsyncStream` (imported with the first stream)."""
         raise NotImplementedError
 
     def streamed_response(
@@ -547,7 +544,7 @@ class Pipeline:
     ) -> Any:
         """The unread reply of ``with_streaming_response`` (the deadline bounds the call up to
         here, and a typed stream read from it)."""
-        return self.streamed_response_type()(
+        return self.streamed_response_type(
             response,
             attempts,
             call.parse,

@@ -57,6 +57,8 @@ __all__ = [
 
 CompletionT = TypeVar("CompletionT", bound=ChatCompletion, default=ChatCompletion)
 """What a stream's final completion is: a `ChatCompletion`, or a `ParsedChatCompletion`."""
+StreamT = TypeVar("StreamT", bound=Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk])
+"""The chunk stream a chat stream wraps: a `Stream`, or an `AsyncStream`."""
 
 
 @dataclass
@@ -235,13 +237,11 @@ async def aaccumulate(chunks: AsyncIterable[ChatCompletionChunk]) -> ChatComplet
     return accumulator.completion()
 
 
-class _ChatStreamBase(Generic[CompletionT]):
+class _ChatStreamBase(Generic[StreamT, CompletionT]):
     """What both chat streams share: the chunk stream, the accumulator, the final completion."""
 
     def __init__(
-        self,
-        stream: Stream[ChatCompletionChunk] | AsyncStream[ChatCompletionChunk],
-        finish: Callable[[ChatCompletion], CompletionT] | None,
+        self, stream: StreamT, finish: Callable[[ChatCompletion], CompletionT] | None = None
     ) -> None:
         self.stream = stream
         """The underlying chunk stream (``stream.response`` is the HTTP reply)."""
@@ -280,21 +280,12 @@ class _ChatStreamBase(Generic[CompletionT]):
         return stream_html(self, self.stream.state, self.accumulator.received, text)
 
 
-class ChatCompletionStream(_ChatStreamBase[CompletionT], Closing):
+class ChatCompletionStream(_ChatStreamBase[Stream[ChatCompletionChunk], CompletionT], Closing):
     """A streamed chat completion that adds its chunks up as they come.
 
     Iterate it for the chunks, or ``text_stream`` for the text deltas; then
     ``get_final_completion()``. Use it in a ``with`` block: leaving it releases the connection.
     """
-
-    stream: Stream[ChatCompletionChunk]
-
-    def __init__(
-        self,
-        stream: Stream[ChatCompletionChunk],
-        finish: Callable[[ChatCompletion], CompletionT] | None = None,
-    ) -> None:
-        super().__init__(stream, finish)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self
@@ -329,18 +320,11 @@ class ChatCompletionStream(_ChatStreamBase[CompletionT], Closing):
         return self._final()
 
 
-class AsyncChatCompletionStream(_ChatStreamBase[CompletionT], AsyncClosing):
+class AsyncChatCompletionStream(
+    _ChatStreamBase[AsyncStream[ChatCompletionChunk], CompletionT], AsyncClosing
+):
     """`ChatCompletionStream` for async code: ``async for``, ``await get_final_completion()``,
     ``async with``."""
-
-    stream: AsyncStream[ChatCompletionChunk]
-
-    def __init__(
-        self,
-        stream: AsyncStream[ChatCompletionChunk],
-        finish: Callable[[ChatCompletion], CompletionT] | None = None,
-    ) -> None:
-        super().__init__(stream, finish)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self

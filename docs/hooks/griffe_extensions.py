@@ -180,6 +180,37 @@ class KeywordSignatures(griffe.Extension):
         func.parameters = griffe.Parameters(*kept)
 
 
+class WrittenOnceForTwins(griffe.Extension):
+    """What a resource writes once for its sync and async classes is shown as the sync class
+    has it (the reference documents the sync classes): a method made by ``@endpoint``, a
+    function describing its call (``-> APICall[Result]``), returning what calling it gives
+    (``-> Result``); a view made by ``twin_view(Sync, Async)`` as an attribute of type
+    ``Sync``."""
+
+    def on_function_instance(
+        self, *, node: ast.AST | griffe.ObjectNode, func: griffe.Function, **kwargs: Any
+    ) -> None:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        if not any(
+            isinstance(decorator, ast.Name) and decorator.id == "endpoint"
+            for decorator in node.decorator_list
+        ):
+            return
+        if isinstance(func.returns, griffe.ExprSubscript) and str(func.returns.left) == "APICall":
+            func.returns = func.returns.slice
+
+    def on_attribute_instance(
+        self, *, node: ast.AST | griffe.ObjectNode, attr: griffe.Attribute, **kwargs: Any
+    ) -> None:
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            return
+        call = node.value
+        if isinstance(call.func, ast.Name) and call.func.id == "twin_view" and call.args:
+            attr.annotation = griffe.safe_get_annotation(call.args[0], parent=attr.parent)
+            attr.value = None
+
+
 class SpecialMethodsHidden(griffe.Extension):
     """Special methods (``__reduce__``, ``__iter__``) are how Python uses an object, not what
     a reader calls by name: like ``_private`` names, they stay out of the reference. The

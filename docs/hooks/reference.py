@@ -46,12 +46,15 @@ def documented_resources() -> dict[str, type]:
 
 
 def public_members(cls: type) -> list[tuple[str, Any]]:
-    """A resource's methods and ``with_*`` views, in the order the class defines them."""
-    return [
-        (name, member)
-        for name, member in vars(cls).items()
-        if not name.startswith("_") and (callable(member) or name.startswith("with_"))
-    ]
+    """A resource's methods, then its ``with_*`` views, in the order its module defines them:
+    the class's own, then those of the class holding the methods written once for it and its
+    async twin (``_WebMethods`` for ``Web`` and ``AsyncWeb``)."""
+    own = [klass for klass in cls.__mro__ if klass.__module__ == cls.__module__]
+    names = dict.fromkeys(name for klass in own for name in vars(klass))
+    members = [(name, getattr(cls, name)) for name in names if not name.startswith("_")]
+    methods = [(name, member) for name, member in members if callable(member)]
+    views = [(name, member) for name, member in members if name.startswith("with_")]
+    return methods + views
 
 
 def resource_section(path: str) -> str:

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from dataclasses import replace
-from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar, get_origin, get_type_hints
+from functools import cache, update_wrapper
+from types import MethodType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 from urllib.parse import quote
 
-from typing_extensions import ParamSpec, Required
+from typing_extensions import ParamSpec, Required, Self
 
 from aigateway.errors import InvalidRequestError, Violation
 
@@ -23,6 +34,8 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+S = TypeVar("S")
+A = TypeVar("A")
 
 OPTION_KEYS = (
     "extra_headers",
@@ -48,7 +61,11 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-class _Resource:
+class Resource:
+    """What a resource's `SyncResource` and `AsyncResource` classes share: the pipeline, how
+    replies are handed back, and the methods written once for both (`endpoint`)."""
+
+    _pipeline: SyncPipeline | AsyncPipeline
     _reply: dict[str, bool] = {}
     """How calls hand back their reply: ``{"raw": True}`` for ``with_raw_response`` twins,
     ``{"streamed": True}`` for ``with_streaming_response`` twins; empty for the parsed result."""
@@ -57,8 +74,10 @@ class _Resource:
         return replace(call, **self._reply) if self._reply else call  # type: ignore[arg-type]
 
 
-class SyncResource(_Resource):
+class SyncResource(Resource):
     """A group of endpoints on a `Client`, around its pipeline."""
+
+    _pipeline: SyncPipeline
 
     def __init__(self, pipeline: SyncPipeline) -> None:
         self._pipeline = pipeline
@@ -67,14 +86,107 @@ class SyncResource(_Resource):
         return self._pipeline.request(self._shaped(call))
 
 
-class AsyncResource(_Resource):
+class AsyncResource(Resource):
     """A group of endpoints on an `AsyncClient`, around its pipeline."""
+
+    _pipeline: AsyncPipeline
 
     def __init__(self, pipeline: AsyncPipeline) -> None:
         self._pipeline = pipeline
 
     async def _request(self, call: APICall[Any]) -> Any:
         return await self._pipeline.request(self._shaped(call))
+
+
+class endpoint(Generic[P, R]):  # lower case: a decorator, as functools.cached_property
+    """A resource method written once for the resource's sync and async classes.
+
+    Decorate a function that describes the call (``-> APICall[Result]``), which is all the
+    logic such a method has; the resource it is looked up on sends the call. On a
+    `SyncResource` it is a method returning the call's result; on an `AsyncResource` a
+    coroutine method, the call described when it is awaited, as an ``async def`` method's
+    would be. Type checkers see the same through the overloads of ``__get__``: the function's
+    parameters (keywords checked as the function's are) and the call's result, or a coroutine
+    of it. ``help()``, ``inspect.signature`` and the reference show the function's name,
+    docstring and signature, the call's result as its return annotation.
+    """
+
+    def __init__(self, describe: Callable[Concatenate[Any, P], APICall[R]]) -> None:
+        self._sync = _sync_method(describe)
+        self._async = _async_method(describe)
+
+    @overload
+    def __get__(self, resource: None, owner: type) -> Callable[..., Any]: ...
+    @overload
+    def __get__(self, resource: SyncResource, owner: type | None = None) -> Callable[P, R]: ...
+    @overload
+    def __get__(
+        self, resource: AsyncResource, owner: type | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, resource: Resource | None, owner: type | None = None) -> Any:
+        owner = type(resource) if owner is None else owner
+        method = self._async if issubclass(owner, AsyncResource) else self._sync
+        return method if resource is None else MethodType(method, resource)
+
+
+class twin_view(Generic[S, A]):  # lower case: used as functools.cached_property is
+    """A view of a resource written once for its sync and async classes, such as
+    ``with_raw_response``: ``sync(resource)`` on a `SyncResource`, ``async_(resource)`` on an
+    `AsyncResource`, made on first use and kept, as by ``cached_property``."""
+
+    def __init__(self, sync: Callable[[Any], S], async_: Callable[[Any], A]) -> None:
+        self._sync = sync
+        self._async = async_
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, resource: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, resource: SyncResource, owner: type | None = None) -> S: ...
+    @overload
+    def __get__(self, resource: AsyncResource, owner: type | None = None) -> A: ...
+    def __get__(self, resource: Resource | None, owner: type | None = None) -> Any:
+        if resource is None:
+            return self
+        make = self._async if isinstance(resource, AsyncResource) else self._sync
+        view = resource.__dict__[self._name] = make(resource)
+        return view
+
+
+def _sync_method(describe: Callable[..., APICall[Any]]) -> Callable[..., Any]:
+    def method(resource: SyncResource, /, *args: Any, **kwargs: Any) -> Any:
+        return resource._request(describe(resource, *args, **kwargs))
+
+    return _dressed_as(describe, method)
+
+
+def _async_method(describe: Callable[..., APICall[Any]]) -> Callable[..., Any]:
+    async def method(resource: AsyncResource, /, *args: Any, **kwargs: Any) -> Any:
+        return await resource._request(describe(resource, *args, **kwargs))
+
+    return _dressed_as(describe, method)
+
+
+def _dressed_as(describe: Callable[..., Any], method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` with the name, docstring and signature of ``describe``, the call's result
+    as its return annotation."""
+    update_wrapper(method, describe)
+    signature = inspect.signature(describe)
+    result = _call_result(signature.return_annotation)
+    method.__annotations__ = {**describe.__annotations__, "return": result}
+    method.__signature__ = signature.replace(return_annotation=result)  # type: ignore[attr-defined]
+    return method
+
+
+def _call_result(annotation: object) -> object:
+    """``APICall[X]``, the return annotation of a function describing a call, as ``X``."""
+    if isinstance(annotation, str):  # postponed annotations are strings
+        return annotation.removeprefix("APICall[").removesuffix("]")
+    args = get_args(annotation)
+    return args[0] if args else annotation
 
 
 def _twin_method(method: Callable[..., Any], **reply: bool) -> Any:

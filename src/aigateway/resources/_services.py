@@ -17,15 +17,15 @@ from pydantic import TypeAdapter
 
 from aigateway._call.call import APICall, encode_json
 from aigateway._lazy import collector_paused
+from aigateway._pipeline.response import RawResponse
 from aigateway.errors import InvalidRequestError, Violation
 from aigateway.resources._base import (
     OPTION_KEYS,
-    AsyncResource,
-    SyncResource,
-    async_raw_twin,
+    Resource,
     check_keywords,
     raw_twin,
     split_options,
+    twin_view,
 )
 from aigateway.types._validation import validate
 from aigateway.types.files import encode_file, is_file_field
@@ -33,12 +33,11 @@ from aigateway.types.service_params import SERVICE_ALLOWED
 from aigateway.types.services import MediaFile, RunResult
 
 if TYPE_CHECKING:
-    from aigateway._pipeline.response import RawResponse
     from aigateway.types._media_file import Fetch
     from aigateway.types.chat_params import RequestOptions
 
 __all__ = [
-    "AsyncServiceResource",
+    "RawResponses",
     "ServiceMethod",
     "ServiceResource",
     "build_service_call",
@@ -46,6 +45,7 @@ __all__ = [
 ]
 
 R = TypeVar("R", bound=RunResult)
+T = TypeVar("T")
 _EXTRA_INPUTS = "extra_inputs"
 
 
@@ -195,63 +195,24 @@ def _encoded_input(name: str, value: object) -> object:
     return encode_file(value, f"inputs.{name}")
 
 
-class ServiceResource(SyncResource):
-    """A group of service methods on a `Client`."""
+class RawResponses(Generic[T]):
+    """``resource.with_raw_response.<method>(...)``: the method's `RawResponse` (awaitable
+    on an `AsyncClient`), ``T``."""
 
-    def _run(
-        self,
-        method: ServiceMethod[R],
-        params: Mapping[str, Any],
-        checked: Collection[str] = frozenset(),
-    ) -> R:
-        call = build_service_call(method, params, self._pipeline.fetch, checked)
-        return cast("R", self._request(call))
-
-    @cached_property
-    def with_raw_response(self) -> RawResponses:
-        """The same methods, returning the raw response (status, headers, attempts) too."""
-        return RawResponses(self)
-
-
-class AsyncServiceResource(AsyncResource):
-    """A group of service methods on an `AsyncClient`."""
-
-    async def _run(
-        self,
-        method: ServiceMethod[R],
-        params: Mapping[str, Any],
-        checked: Collection[str] = frozenset(),
-    ) -> R:
-        call = build_service_call(method, params, self._pipeline.fetch, checked)
-        return cast("R", await self._request(call))
-
-    @cached_property
-    def with_raw_response(self) -> AsyncRawResponses:
-        """The same methods, returning the raw response (status, headers, attempts) too."""
-        return AsyncRawResponses(self)
-
-
-class RawResponses:
-    """``resource.with_raw_response.<method>(...)``: the method's `RawResponse`."""
-
-    def __init__(self, resource: ServiceResource) -> None:
+    def __init__(self, resource: Resource) -> None:
         self._resource = resource
 
-    def __getattr__(self, name: str) -> Callable[..., RawResponse[Any]]:
+    def __getattr__(self, name: str) -> Callable[..., T]:
         method = getattr(self._resource, name) if not name.startswith("_") else None
         if not callable(method):
             raise AttributeError(f"{type(self._resource).__name__} has no method {name!r}")
-        return raw_twin(method)
+        return cast("Callable[..., T]", raw_twin(method))
 
 
-class AsyncRawResponses:
-    """``resource.with_raw_response.<method>(...)``: awaits the method's `RawResponse`."""
+class ServiceResource(Resource):
+    """What the service resources' sync and async classes share: ``with_raw_response``."""
 
-    def __init__(self, resource: AsyncServiceResource) -> None:
-        self._resource = resource
-
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[RawResponse[Any]]]:
-        method = getattr(self._resource, name) if not name.startswith("_") else None
-        if not callable(method):
-            raise AttributeError(f"{type(self._resource).__name__} has no method {name!r}")
-        return async_raw_twin(method)
+    with_raw_response = twin_view(
+        RawResponses[RawResponse[Any]], RawResponses[Awaitable[RawResponse[Any]]]
+    )
+    """The same methods, returning the raw response (status, headers, attempts) too."""

@@ -15,6 +15,7 @@ from aigateway._lazy import collector_paused
 from aigateway._streams.opening import Opening
 from aigateway.resources._base import (
     AsyncResource,
+    Resource,
     SyncResource,
     async_raw_twin,
     async_streaming_twin,
@@ -24,6 +25,7 @@ from aigateway.resources._base import (
     raw_twin,
     split_options,
     streaming_twin,
+    twin_view,
     with_request,
 )
 from aigateway.types._base import built
@@ -156,7 +158,42 @@ def build_socket_call(params: Mapping[str, Any]) -> APICall[Any]:
     return replace(call, method="GET", path="stream", parse=_chunk_parser(), websocket=True)
 
 
-class Completions(SyncResource):
+class CompletionsWithRawResponse:
+    def __init__(self, completions: Completions) -> None:
+        self.create = raw_twin(completions.create)
+
+
+class AsyncCompletionsWithRawResponse:
+    def __init__(self, completions: AsyncCompletions) -> None:
+        self.create = async_raw_twin(completions.create)
+
+
+class CompletionsWithStreamingResponse:
+    def __init__(self, completions: Completions) -> None:
+        self.create = streaming_twin(completions.create)
+
+
+class AsyncCompletionsWithStreamingResponse:
+    def __init__(self, completions: AsyncCompletions) -> None:
+        self.create = async_streaming_twin(completions.create)
+
+
+class _CompletionsViews(Resource):
+    """What `Completions` and `AsyncCompletions` share: their views. Their methods are written
+    in each: their streams differ (a `Stream`, or an `Opening` of an `AsyncStream`)."""
+
+    with_raw_response = twin_view(CompletionsWithRawResponse, AsyncCompletionsWithRawResponse)
+    """The same methods, returning the raw response (status, headers, attempts) too."""
+
+    with_streaming_response = twin_view(
+        CompletionsWithStreamingResponse, AsyncCompletionsWithStreamingResponse
+    )
+    """The same methods, returning the reply with its body unread: ``with
+    ...with_streaming_response.create(...) as response: response.iter_lines()`` (``async
+    with`` on an `AsyncClient`)."""
+
+
+class Completions(_CompletionsViews, SyncResource):
     """Chat completions: ``create(model=..., messages=[...])``."""
 
     @overload
@@ -253,19 +290,8 @@ class Completions(SyncResource):
         socket: ChatSocket = self._request(build_socket_call(params))
         return socket
 
-    @cached_property
-    def with_raw_response(self) -> CompletionsWithRawResponse:
-        """The same methods, returning the raw response (status, headers, attempts) too."""
-        return CompletionsWithRawResponse(self)
 
-    @cached_property
-    def with_streaming_response(self) -> CompletionsWithStreamingResponse:
-        """The same methods, returning the reply with its body unread: ``with
-        ...with_streaming_response.create(...) as response: response.iter_lines()``."""
-        return CompletionsWithStreamingResponse(self)
-
-
-class AsyncCompletions(AsyncResource):
+class AsyncCompletions(_CompletionsViews, AsyncResource):
     """Chat completions: ``await create(model=..., messages=[...])``."""
 
     @overload
@@ -377,37 +403,6 @@ class AsyncCompletions(AsyncResource):
             return socket
 
         return Opening(open_socket)
-
-    @cached_property
-    def with_raw_response(self) -> AsyncCompletionsWithRawResponse:
-        """The same methods, returning the raw response (status, headers, attempts) too."""
-        return AsyncCompletionsWithRawResponse(self)
-
-    @cached_property
-    def with_streaming_response(self) -> AsyncCompletionsWithStreamingResponse:
-        """The same methods, returning the reply with its body unread: ``async with
-        ...with_streaming_response.create(...) as response: response.iter_lines()``."""
-        return AsyncCompletionsWithStreamingResponse(self)
-
-
-class CompletionsWithRawResponse:
-    def __init__(self, completions: Completions) -> None:
-        self.create = raw_twin(completions.create)
-
-
-class AsyncCompletionsWithRawResponse:
-    def __init__(self, completions: AsyncCompletions) -> None:
-        self.create = async_raw_twin(completions.create)
-
-
-class CompletionsWithStreamingResponse:
-    def __init__(self, completions: Completions) -> None:
-        self.create = streaming_twin(completions.create)
-
-
-class AsyncCompletionsWithStreamingResponse:
-    def __init__(self, completions: AsyncCompletions) -> None:
-        self.create = async_streaming_twin(completions.create)
 
 
 class Chat(SyncResource):

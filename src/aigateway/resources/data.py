@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from aigateway.resources._base import keyword_signature
-from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway._call.call import APICall
+from aigateway.resources._base import AsyncResource, SyncResource, endpoint, keyword_signature
+from aigateway.resources._services import ServiceMethod, ServiceResource, build_service_call
 from aigateway.types.service_params import (
     DatabaseInputs,
     DatabaseParams,
@@ -70,99 +71,81 @@ DATABASE_EXECUTE = ServiceMethod(
 )
 
 
-class Documents(ServiceResource):
-    """Document parsing."""
+class _DocumentsMethods(ServiceResource):
+    """The methods of `Documents` and `AsyncDocuments`."""
 
+    @endpoint
     @keyword_signature(DocumentParams)
-    def parse(self, **params: Unpack[DocumentParams]) -> DocumentResult:
+    def parse(self, **params: Unpack[DocumentParams]) -> APICall[DocumentResult]:
         """Parse ``file`` (a path, bytes, a binary file object or a URL; at most `MAX_FILE_BYTES`)
         into pages of text. Billed per page."""
-        return self._run(DOCUMENT_PARSE, params)
+        return build_service_call(DOCUMENT_PARSE, params, self._pipeline.fetch)
 
 
-class AsyncDocuments(AsyncServiceResource):
+class Documents(_DocumentsMethods, SyncResource):
     """Document parsing."""
 
-    @keyword_signature(DocumentParams)
-    async def parse(self, **params: Unpack[DocumentParams]) -> DocumentResult:
-        """Parse ``file`` (a path, bytes, a binary file object or a URL; at most `MAX_FILE_BYTES`)
-        into pages of text. Billed per page."""
-        return await self._run(DOCUMENT_PARSE, params)
+
+class AsyncDocuments(_DocumentsMethods, AsyncResource):
+    """Document parsing."""
 
 
-class Storage(ServiceResource):
-    """Object storage."""
+class _StorageMethods(ServiceResource):
+    """The methods of `Storage` and `AsyncStorage`."""
 
+    @endpoint
     @keyword_signature(StoragePutParams)
-    def put(self, **params: Unpack[StoragePutParams]) -> StoredObject:
+    def put(self, **params: Unpack[StoragePutParams]) -> APICall[StoredObject]:
         """Store ``data`` (a path, bytes, a binary file object or a URL) under ``key``.
         Retried only with an ``idempotency_key``."""
-        return self._run(STORAGE_PUT, params)
+        return build_service_call(STORAGE_PUT, params, self._pipeline.fetch)
 
+    @endpoint
     @keyword_signature(StorageGetParams)
-    def get(self, **params: Unpack[StorageGetParams]) -> StoredObject:
+    def get(self, **params: Unpack[StorageGetParams]) -> APICall[StoredObject]:
         """The object stored under ``key``; ``read()`` / ``save(path)`` fetch its bytes."""
-        return self._run(STORAGE_GET, params)
+        return build_service_call(STORAGE_GET, params, self._pipeline.fetch)
 
+    @endpoint
     @keyword_signature(StorageListParams)
-    def list(self, **params: Unpack[StorageListParams]) -> StorageListResult:
+    def list(self, **params: Unpack[StorageListParams]) -> APICall[StorageListResult]:
         """The objects whose keys start with ``prefix``."""
-        return self._run(STORAGE_LIST, params)
+        return build_service_call(STORAGE_LIST, params, self._pipeline.fetch)
 
+    @endpoint
     @keyword_signature(StorageDeleteParams)
-    def delete(self, **params: Unpack[StorageDeleteParams]) -> StorageDeleteResult:
+    def delete(self, **params: Unpack[StorageDeleteParams]) -> APICall[StorageDeleteResult]:
         """Delete the object stored under ``key``. Retried only with an ``idempotency_key``."""
-        return self._run(STORAGE_DELETE, params)
+        return build_service_call(STORAGE_DELETE, params, self._pipeline.fetch)
 
 
-class AsyncStorage(AsyncServiceResource):
+class Storage(_StorageMethods, SyncResource):
     """Object storage."""
 
-    @keyword_signature(StoragePutParams)
-    async def put(self, **params: Unpack[StoragePutParams]) -> StoredObject:
-        """Store ``data`` (a path, bytes, a binary file object or a URL) under ``key``.
-        Retried only with an ``idempotency_key``."""
-        return await self._run(STORAGE_PUT, params)
 
-    @keyword_signature(StorageGetParams)
-    async def get(self, **params: Unpack[StorageGetParams]) -> StoredObject:
-        """The object stored under ``key``; ``read()`` / ``save(path)`` fetch its bytes."""
-        return await self._run(STORAGE_GET, params)
-
-    @keyword_signature(StorageListParams)
-    async def list(self, **params: Unpack[StorageListParams]) -> StorageListResult:
-        """The objects whose keys start with ``prefix``."""
-        return await self._run(STORAGE_LIST, params)
-
-    @keyword_signature(StorageDeleteParams)
-    async def delete(self, **params: Unpack[StorageDeleteParams]) -> StorageDeleteResult:
-        """Delete the object stored under ``key``. Retried only with an ``idempotency_key``."""
-        return await self._run(STORAGE_DELETE, params)
+class AsyncStorage(_StorageMethods, AsyncResource):
+    """Object storage."""
 
 
-class Databases(ServiceResource):
+class _DatabasesMethods(ServiceResource):
+    """The methods of `Databases` and `AsyncDatabases`."""
+
+    @endpoint
+    @keyword_signature(DatabaseParams)
+    def query(self, **params: Unpack[DatabaseParams]) -> APICall[DatabaseResult]:
+        """Run a read-only ``sql`` query with ``params``; the service refuses writes."""
+        return build_service_call(DATABASE_QUERY, params, self._pipeline.fetch)
+
+    @endpoint
+    @keyword_signature(DatabaseParams)
+    def execute(self, **params: Unpack[DatabaseParams]) -> APICall[DatabaseResult]:
+        """Run an ``sql`` statement that may write. Retried only with an ``idempotency_key``."""
+        return build_service_call(DATABASE_EXECUTE, params, self._pipeline.fetch)
+
+
+class Databases(_DatabasesMethods, SyncResource):
     """SQL databases."""
 
-    @keyword_signature(DatabaseParams)
-    def query(self, **params: Unpack[DatabaseParams]) -> DatabaseResult:
-        """Run a read-only ``sql`` query with ``params``; the service refuses writes."""
-        return self._run(DATABASE_QUERY, params)
 
-    @keyword_signature(DatabaseParams)
-    def execute(self, **params: Unpack[DatabaseParams]) -> DatabaseResult:
-        """Run an ``sql`` statement that may write. Retried only with an ``idempotency_key``."""
-        return self._run(DATABASE_EXECUTE, params)
-
-
-class AsyncDatabases(AsyncServiceResource):
+class AsyncDatabases(_DatabasesMethods, AsyncResource):
     """SQL databases."""
-
-    @keyword_signature(DatabaseParams)
-    async def query(self, **params: Unpack[DatabaseParams]) -> DatabaseResult:
-        """Run a read-only ``sql`` query with ``params``; the service refuses writes."""
-        return await self._run(DATABASE_QUERY, params)
-
-    @keyword_signature(DatabaseParams)
-    async def execute(self, **params: Unpack[DatabaseParams]) -> DatabaseResult:
-        """Run an ``sql`` statement that may write. Retried only with an ``idempotency_key``."""
-        return await self._run(DATABASE_EXECUTE, params)

@@ -12,8 +12,16 @@ from typing import Any, overload
 
 from typing_extensions import Unpack
 
-from aigateway.resources._base import keyword_signature, one_request, with_request
-from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway._call.call import APICall
+from aigateway.resources._base import (
+    AsyncResource,
+    SyncResource,
+    endpoint,
+    keyword_signature,
+    one_request,
+    with_request,
+)
+from aigateway.resources._services import ServiceMethod, ServiceResource, build_service_call
 from aigateway.types.chat_params import RequestOptions
 from aigateway.types.requests import ImageGenerateRequest
 from aigateway.types.service_params import (
@@ -43,14 +51,23 @@ TRANSCRIBE = ServiceMethod(
 )
 
 
-def _image_params(
-    args: tuple[Any, ...], params: dict[str, Any]
-) -> tuple[dict[str, Any], frozenset[str]]:
-    request = one_request(args, "images.generate")
-    return with_request(request, ImageGenerateRequest, "images.generate", params)
+class _ImagesMethods(ServiceResource):
+    """What `Images` and `AsyncImages` share. ``generate`` is written in each: it takes a
+    request model or keywords, two signatures that one method for both cannot carry."""
+
+    def _generate_call(self, args: tuple[Any, ...], params: dict[str, Any]) -> APICall[ImageResult]:
+        request = one_request(args, "images.generate")
+        given, checked = with_request(request, ImageGenerateRequest, "images.generate", params)
+        return build_service_call(IMAGE_GENERATE, given, self._pipeline.fetch, checked)
+
+    @endpoint
+    @keyword_signature(ImageParams)
+    def create(self, **params: Unpack[ImageParams]) -> APICall[ImageResult]:
+        """Generate ``n`` images from ``prompt`` with an image service on ``/run``. Billed per image."""
+        return build_service_call(IMAGE_CREATE, params, self._pipeline.fetch)
 
 
-class Images(ServiceResource):
+class Images(_ImagesMethods, SyncResource):
     """Image generation."""
 
     @overload
@@ -64,15 +81,11 @@ class Images(ServiceResource):
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
         ``'<width>x<height>'``, checked before sending. Billed per image. An
         `ImageGenerateRequest` may be passed instead of the keywords."""
-        return self._run(IMAGE_GENERATE, *_image_params(args, params))
-
-    @keyword_signature(ImageParams)
-    def create(self, **params: Unpack[ImageParams]) -> ImageResult:
-        """Generate ``n`` images from ``prompt`` with an image service on ``/run``. Billed per image."""
-        return self._run(IMAGE_CREATE, params)
+        result: ImageResult = self._request(self._generate_call(args, params))
+        return result
 
 
-class AsyncImages(AsyncServiceResource):
+class AsyncImages(_ImagesMethods, AsyncResource):
     """Image generation."""
 
     @overload
@@ -86,57 +99,48 @@ class AsyncImages(AsyncServiceResource):
         """Generate an image from ``prompt`` (``POST /image/generate``); ``size`` is
         ``'<width>x<height>'``, checked before sending. Billed per image. An
         `ImageGenerateRequest` may be passed instead of the keywords."""
-        return await self._run(IMAGE_GENERATE, *_image_params(args, params))
-
-    @keyword_signature(ImageParams)
-    async def create(self, **params: Unpack[ImageParams]) -> ImageResult:
-        """Generate ``n`` images from ``prompt`` with an image service on ``/run``. Billed per image."""
-        return await self._run(IMAGE_CREATE, params)
+        result: ImageResult = await self._request(self._generate_call(args, params))
+        return result
 
 
-class Videos(ServiceResource):
+class _VideosMethods(ServiceResource):
+    """The methods of `Videos` and `AsyncVideos`."""
+
+    @endpoint
+    @keyword_signature(VideoParams)
+    def generate(self, **params: Unpack[VideoParams]) -> APICall[VideoResult]:
+        """Generate a video of ``duration`` seconds from ``prompt``. Billed per second."""
+        return build_service_call(VIDEO_GENERATE, params, self._pipeline.fetch)
+
+
+class Videos(_VideosMethods, SyncResource):
     """Video generation."""
 
-    @keyword_signature(VideoParams)
-    def generate(self, **params: Unpack[VideoParams]) -> VideoResult:
-        """Generate a video of ``duration`` seconds from ``prompt``. Billed per second."""
-        return self._run(VIDEO_GENERATE, params)
 
-
-class AsyncVideos(AsyncServiceResource):
+class AsyncVideos(_VideosMethods, AsyncResource):
     """Video generation."""
 
-    @keyword_signature(VideoParams)
-    async def generate(self, **params: Unpack[VideoParams]) -> VideoResult:
-        """Generate a video of ``duration`` seconds from ``prompt``. Billed per second."""
-        return await self._run(VIDEO_GENERATE, params)
 
+class _AudioMethods(ServiceResource):
+    """The methods of `Audio` and `AsyncAudio`."""
 
-class Audio(ServiceResource):
-    """Text to speech and speech to text."""
-
+    @endpoint
     @keyword_signature(SpeechParams)
-    def speech(self, **params: Unpack[SpeechParams]) -> SpeechResult:
+    def speech(self, **params: Unpack[SpeechParams]) -> APICall[SpeechResult]:
         """Speak ``text`` with a text-to-speech service. Billed per 1,000 characters."""
-        return self._run(SPEECH, params)
+        return build_service_call(SPEECH, params, self._pipeline.fetch)
 
+    @endpoint
     @keyword_signature(TranscriptionParams)
-    def transcribe(self, **params: Unpack[TranscriptionParams]) -> TranscriptionResult:
+    def transcribe(self, **params: Unpack[TranscriptionParams]) -> APICall[TranscriptionResult]:
         """Transcribe ``audio`` (a path, bytes, a binary file object or a URL; at most
         `MAX_FILE_BYTES`) with a speech-to-text service."""
-        return self._run(TRANSCRIBE, params)
+        return build_service_call(TRANSCRIBE, params, self._pipeline.fetch)
 
 
-class AsyncAudio(AsyncServiceResource):
+class Audio(_AudioMethods, SyncResource):
     """Text to speech and speech to text."""
 
-    @keyword_signature(SpeechParams)
-    async def speech(self, **params: Unpack[SpeechParams]) -> SpeechResult:
-        """Speak ``text`` with a text-to-speech service. Billed per 1,000 characters."""
-        return await self._run(SPEECH, params)
 
-    @keyword_signature(TranscriptionParams)
-    async def transcribe(self, **params: Unpack[TranscriptionParams]) -> TranscriptionResult:
-        """Transcribe ``audio`` (a path, bytes, a binary file object or a URL; at most
-        `MAX_FILE_BYTES`) with a speech-to-text service."""
-        return await self._run(TRANSCRIBE, params)
+class AsyncAudio(_AudioMethods, AsyncResource):
+    """Text to speech and speech to text."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from aigateway.resources._base import keyword_signature
-from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway._call.call import APICall
+from aigateway.resources._base import AsyncResource, SyncResource, endpoint, keyword_signature
+from aigateway.resources._services import ServiceMethod, ServiceResource, build_service_call
 from aigateway.types.service_params import (
     EmailInputs,
     EmailParams,
@@ -30,61 +31,58 @@ PAYMENT_CREATE = ServiceMethod(
 )
 
 
-class Email(ServiceResource):
-    """Sending email."""
+class _EmailMethods(ServiceResource):
+    """The methods of `Email` and `AsyncEmail`."""
 
+    @endpoint
     @keyword_signature(EmailParams)
-    def send(self, **params: Unpack[EmailParams]) -> EmailResult:
+    def send(self, **params: Unpack[EmailParams]) -> APICall[EmailResult]:
         """Send an email ``to`` one address or a list; ``subject`` and a ``text`` and/or ``html``
         body. Billed per message. Retried only with an ``idempotency_key``."""
-        return self._run(EMAIL_SEND, params)
+        return build_service_call(EMAIL_SEND, params, self._pipeline.fetch)
 
 
-class AsyncEmail(AsyncServiceResource):
+class Email(_EmailMethods, SyncResource):
     """Sending email."""
 
-    @keyword_signature(EmailParams)
-    async def send(self, **params: Unpack[EmailParams]) -> EmailResult:
-        """Send an email ``to`` one address or a list; ``subject`` and a ``text`` and/or ``html``
-        body. Billed per message. Retried only with an ``idempotency_key``."""
-        return await self._run(EMAIL_SEND, params)
+
+class AsyncEmail(_EmailMethods, AsyncResource):
+    """Sending email."""
 
 
-class Sms(ServiceResource):
-    """Sending SMS."""
+class _SmsMethods(ServiceResource):
+    """The methods of `Sms` and `AsyncSms`."""
 
+    @endpoint
     @keyword_signature(SmsParams)
-    def send(self, **params: Unpack[SmsParams]) -> SmsResult:
+    def send(self, **params: Unpack[SmsParams]) -> APICall[SmsResult]:
         """Send ``text`` by SMS ``to`` a number in international form (``+14155550123``).
         Retried only with an ``idempotency_key``."""
-        return self._run(SMS_SEND, params)
+        return build_service_call(SMS_SEND, params, self._pipeline.fetch)
 
 
-class AsyncSms(AsyncServiceResource):
+class Sms(_SmsMethods, SyncResource):
     """Sending SMS."""
 
-    @keyword_signature(SmsParams)
-    async def send(self, **params: Unpack[SmsParams]) -> SmsResult:
-        """Send ``text`` by SMS ``to`` a number in international form (``+14155550123``).
-        Retried only with an ``idempotency_key``."""
-        return await self._run(SMS_SEND, params)
+
+class AsyncSms(_SmsMethods, AsyncResource):
+    """Sending SMS."""
 
 
-class Payments(ServiceResource):
-    """Payments."""
+class _PaymentsMethods(ServiceResource):
+    """The methods of `Payments` and `AsyncPayments`."""
 
+    @endpoint
     @keyword_signature(PaymentParams)
-    def create(self, **params: Unpack[PaymentParams]) -> PaymentResult:
+    def create(self, **params: Unpack[PaymentParams]) -> APICall[PaymentResult]:
         """Take a payment of ``amount`` (minor units, e.g. cents) in ``currency``.
         Retried only with an ``idempotency_key``."""
-        return self._run(PAYMENT_CREATE, params)
+        return build_service_call(PAYMENT_CREATE, params, self._pipeline.fetch)
 
 
-class AsyncPayments(AsyncServiceResource):
+class Payments(_PaymentsMethods, SyncResource):
     """Payments."""
 
-    @keyword_signature(PaymentParams)
-    async def create(self, **params: Unpack[PaymentParams]) -> PaymentResult:
-        """Take a payment of ``amount`` (minor units, e.g. cents) in ``currency``.
-        Retried only with an ``idempotency_key``."""
-        return await self._run(PAYMENT_CREATE, params)
+
+class AsyncPayments(_PaymentsMethods, AsyncResource):
+    """Payments."""

@@ -10,13 +10,21 @@ on the world, ``run`` is retried only when given an ``idempotency_key``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from aigateway.resources._base import AsyncResource, SyncResource, async_raw_twin, raw_twin
+from aigateway._call.call import APICall
+from aigateway.resources._base import (
+    AsyncResource,
+    Resource,
+    SyncResource,
+    async_raw_twin,
+    endpoint,
+    raw_twin,
+    twin_view,
+)
 from aigateway.resources._services import build_run_call
 from aigateway.types.chat_params import RequestOptions
 from aigateway.types.requests import RunRequest, request_params
@@ -34,62 +42,6 @@ def _model_and_inputs(model: object, inputs: object) -> tuple[Any, Any]:
     return params["model"], params["inputs"]
 
 
-class Run(SyncResource):
-    """``client.run(model, inputs)``; ``client.run.with_raw_response.create(...)`` for the
-    raw response."""
-
-    def create(
-        self,
-        model: str | RunRequest,
-        inputs: Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> RunResult:
-        """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
-
-        A `RunRequest` may be passed instead of ``model`` and ``inputs``. A ``model`` that is
-        not a non-empty string, or ``inputs`` that is not a dict, raises `InvalidRequestError`
-        and nothing is sent; an unknown service id is a `NotFoundError`.
-        """
-        result: RunResult = self._request(
-            build_run_call(*_model_and_inputs(model, inputs), options, self._pipeline.fetch)
-        )
-        return result
-
-    __call__ = create
-
-    @cached_property
-    def with_raw_response(self) -> RunWithRawResponse:
-        return RunWithRawResponse(self)
-
-
-class AsyncRun(AsyncResource):
-    """``await client.run(model, inputs)``; ``await client.run.with_raw_response.create(...)``
-    for the raw response."""
-
-    async def create(
-        self,
-        model: str | RunRequest,
-        inputs: Mapping[str, Any] | None = None,
-        **options: Unpack[RequestOptions],
-    ) -> RunResult:
-        """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
-
-        A `RunRequest` may be passed instead of ``model`` and ``inputs``. A ``model`` that is
-        not a non-empty string, or ``inputs`` that is not a dict, raises `InvalidRequestError`
-        and nothing is sent; an unknown service id is a `NotFoundError`.
-        """
-        result: RunResult = await self._request(
-            build_run_call(*_model_and_inputs(model, inputs), options, self._pipeline.fetch)
-        )
-        return result
-
-    __call__ = create
-
-    @cached_property
-    def with_raw_response(self) -> AsyncRunWithRawResponse:
-        return AsyncRunWithRawResponse(self)
-
-
 class RunWithRawResponse:
     def __init__(self, run: Run) -> None:
         self.create = raw_twin(run.create)
@@ -98,3 +50,36 @@ class RunWithRawResponse:
 class AsyncRunWithRawResponse:
     def __init__(self, run: AsyncRun) -> None:
         self.create = async_raw_twin(run.create)
+
+
+class _RunMethods(Resource):
+    """The methods of `Run` and `AsyncRun`."""
+
+    @endpoint
+    def create(
+        self,
+        model: str | RunRequest,
+        inputs: Mapping[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> APICall[RunResult]:
+        """Run service ``model`` with ``inputs`` (a dict); the reply, whole, as a `RunResult`.
+
+        A `RunRequest` may be passed instead of ``model`` and ``inputs``. A ``model`` that is
+        not a non-empty string, or ``inputs`` that is not a dict, raises `InvalidRequestError`
+        and nothing is sent; an unknown service id is a `NotFoundError`.
+        """
+        return build_run_call(*_model_and_inputs(model, inputs), options, self._pipeline.fetch)
+
+    __call__ = create
+
+    with_raw_response = twin_view(RunWithRawResponse, AsyncRunWithRawResponse)
+
+
+class Run(_RunMethods, SyncResource):
+    """``client.run(model, inputs)``; ``client.run.with_raw_response.create(...)`` for the
+    raw response."""
+
+
+class AsyncRun(_RunMethods, AsyncResource):
+    """``await client.run(model, inputs)``; ``await client.run.with_raw_response.create(...)``
+    for the raw response."""

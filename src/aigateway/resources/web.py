@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from aigateway.resources._base import keyword_signature
-from aigateway.resources._services import AsyncServiceResource, ServiceMethod, ServiceResource
+from aigateway._call.call import APICall
+from aigateway.resources._base import AsyncResource, SyncResource, endpoint, keyword_signature
+from aigateway.resources._services import ServiceMethod, ServiceResource, build_service_call
 from aigateway.types.service_params import (
     ScrapeInputs,
     ScrapeParams,
@@ -23,47 +24,43 @@ SEARCH = ServiceMethod("web.search", SearchParams, SearchInputs, SearchResult)
 SOCIAL_PROFILE = ServiceMethod("social.profile", SocialParams, SocialInputs, SocialResult)
 
 
-class Web(ServiceResource):
+class _WebMethods(ServiceResource):
+    """The methods of `Web` and `AsyncWeb`."""
+
+    @endpoint
+    @keyword_signature(ScrapeParams)
+    def scrape(self, **params: Unpack[ScrapeParams]) -> APICall[ScrapeResult]:
+        """Scrape the page at ``url``: its title, text and links. Billed per request."""
+        return build_service_call(SCRAPE, params, self._pipeline.fetch)
+
+    @endpoint
+    @keyword_signature(SearchParams)
+    def search(self, **params: Unpack[SearchParams]) -> APICall[SearchResult]:
+        """Search the web for ``query``; up to ``num_results`` hits. Billed per request."""
+        return build_service_call(SEARCH, params, self._pipeline.fetch)
+
+
+class Web(_WebMethods, SyncResource):
     """Web scraping and web search."""
 
-    @keyword_signature(ScrapeParams)
-    def scrape(self, **params: Unpack[ScrapeParams]) -> ScrapeResult:
-        """Scrape the page at ``url``: its title, text and links. Billed per request."""
-        return self._run(SCRAPE, params)
 
-    @keyword_signature(SearchParams)
-    def search(self, **params: Unpack[SearchParams]) -> SearchResult:
-        """Search the web for ``query``; up to ``num_results`` hits. Billed per request."""
-        return self._run(SEARCH, params)
-
-
-class AsyncWeb(AsyncServiceResource):
+class AsyncWeb(_WebMethods, AsyncResource):
     """Web scraping and web search."""
 
-    @keyword_signature(ScrapeParams)
-    async def scrape(self, **params: Unpack[ScrapeParams]) -> ScrapeResult:
-        """Scrape the page at ``url``: its title, text and links. Billed per request."""
-        return await self._run(SCRAPE, params)
 
-    @keyword_signature(SearchParams)
-    async def search(self, **params: Unpack[SearchParams]) -> SearchResult:
-        """Search the web for ``query``; up to ``num_results`` hits. Billed per request."""
-        return await self._run(SEARCH, params)
+class _SocialMethods(ServiceResource):
+    """The methods of `Social` and `AsyncSocial`."""
+
+    @endpoint
+    @keyword_signature(SocialParams)
+    def profile(self, **params: Unpack[SocialParams]) -> APICall[SocialResult]:
+        """The profile and recent posts of the account ``handle`` on ``platform``."""
+        return build_service_call(SOCIAL_PROFILE, params, self._pipeline.fetch)
 
 
-class Social(ServiceResource):
+class Social(_SocialMethods, SyncResource):
     """Social data."""
 
-    @keyword_signature(SocialParams)
-    def profile(self, **params: Unpack[SocialParams]) -> SocialResult:
-        """The profile and recent posts of the account ``handle`` on ``platform``."""
-        return self._run(SOCIAL_PROFILE, params)
 
-
-class AsyncSocial(AsyncServiceResource):
+class AsyncSocial(_SocialMethods, AsyncResource):
     """Social data."""
-
-    @keyword_signature(SocialParams)
-    async def profile(self, **params: Unpack[SocialParams]) -> SocialResult:
-        """The profile and recent posts of the account ``handle`` on ``platform``."""
-        return await self._run(SOCIAL_PROFILE, params)

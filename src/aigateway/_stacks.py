@@ -1,0 +1,289 @@
+"""The HTTP stacks aigateway speaks, as one seam: httpx (the default) and httpx2, its fork.
+
+The two libraries have the same public API but distinct classes: an object of one is never
+accepted by the other (an ``httpx.Request`` sent by an ``httpx2.Client`` fails, an
+``httpx.Timeout`` given to httpx2 breaks later), so everything handed to a client must come
+from that client's stack. Only this module and the modules that speak HTTP (`_http/`, the
+mock's transports and cassette) import the libraries; the rest of the package asks here.
+
+The API (small and stable; the client side and the mock's transports use only this):
+
+* `Stack`: what aigateway uses of one library: ``name`` (``"httpx"`` or ``"httpx2"``),
+  ``module`` (its top module, for any public name: ``stack.module.ReadTimeout``), the classes
+  the package builds or checks (``stack.Request``, ``stack.Response``, ``stack.Client``, ...),
+  ``errors`` (`StackErrors`, the exception classes by kind), ``core()`` (httpcore or
+  httpcore2, imported on first use) and ``aiohttp_transport()`` (httpx-aiohttp's transport
+  for this stack).
+* `get` (``get("httpx2")``): the stack of that name, imported on first use; httpx2 missing is
+  an ImportError naming the ``httpx2`` extra.
+* `stack_of` (``stack_of(obj)``): the stack a client, transport, request, response, timeout
+  or exception belongs to (an instance or a class), or None; one dict lookup per type.
+* `loaded`: the stacks imported so far, by anyone: httpx, and httpx2 once something
+  imported it (one stack when ``httpx2.alias_httpx()`` made ``import httpx`` return httpx2).
+* `loaded_errors` and `failure_kind`: the exceptions of every loaded stack, looked up when
+  asked (a tuple built at import would miss httpx2, which may load later): what a timeout,
+  a lost connection, an undecodable body and a failed read are, whatever the stack.
+* `DEFAULT_STACK`: the stack of the clients and pools aigateway makes itself when given none;
+  the one place to switch it. `STACK_ENV` (``AIGATEWAY_HTTP_STACK``) overrides it for a
+  process, read when a client is made (`own_stack`).
+* Type aliases for annotations, unions of both libraries' classes (``Request``,
+  ``Response``, ``Headers``, ``URL``, ``Timeout``, ``SyncHTTPClient``, ``AsyncHTTPClient``,
+  ``SyncTransport``, ``AsyncTransport``): import them under ``if TYPE_CHECKING:``, they do
+  not exist at run time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import httpx
+
+from aigateway._optional import require
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import httpx2
+
+    Request: TypeAlias = httpx.Request | httpx2.Request
+    Response: TypeAlias = httpx.Response | httpx2.Response
+    Headers: TypeAlias = httpx.Headers | httpx2.Headers
+    URL: TypeAlias = httpx.URL | httpx2.URL
+    Timeout: TypeAlias = httpx.Timeout | httpx2.Timeout
+    SyncHTTPClient: TypeAlias = httpx.Client | httpx2.Client
+    AsyncHTTPClient: TypeAlias = httpx.AsyncClient | httpx2.AsyncClient
+    HTTPClient: TypeAlias = SyncHTTPClient | AsyncHTTPClient
+    SyncTransport: TypeAlias = httpx.BaseTransport | httpx2.BaseTransport
+    AsyncTransport: TypeAlias = httpx.AsyncBaseTransport | httpx2.AsyncBaseTransport
+
+__all__ = [
+    "DEFAULT_STACK",
+    "STACK_ENV",
+    "STACK_NAMES",
+    "Stack",
+    "StackErrors",
+    "failure_kind",
+    "get",
+    "loaded",
+    "loaded_errors",
+    "own_stack",
+    "stack_of",
+]
+
+DEFAULT_STACK: Final = "httpx"
+"""The stack of the clients and pools aigateway makes when given none (the one place to
+switch it; the mock's ``transport()`` follows it)."""
+STACK_ENV: Final = "AIGATEWAY_HTTP_STACK"
+"""``AIGATEWAY_HTTP_STACK=httpx2`` makes a process's own pools httpx2's (read per client)."""
+STACK_NAMES: Final = ("httpx", "httpx2")
+
+Failure = Literal["timeout", "connection", "decoding"]
+ExceptionTypes = tuple[type[BaseException], ...]
+
+
+@dataclass(frozen=True)
+class StackErrors:
+    """A stack's exceptions by kind (tuples, for ``except`` and ``isinstance``); `loaded_errors`
+    joins those of every loaded stack."""
+
+    timeout: ExceptionTypes
+    """No reply, or no bytes, in time (``TimeoutException``)."""
+    transport: ExceptionTypes
+    """Anything that went wrong on the connection, timeouts included (``TransportError``)."""
+    decoding: ExceptionTypes
+    """A body whose ``Content-Encoding`` lies (``DecodingError``)."""
+    read: ExceptionTypes
+    """What reading a reply's body may raise (``HTTPError``, ``StreamError``)."""
+
+    def __add__(self, other: StackErrors) -> StackErrors:
+        return StackErrors(
+            self.timeout + other.timeout,
+            self.transport + other.transport,
+            self.decoding + other.decoding,
+            self.read + other.read,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Stack:
+    """What aigateway uses of one HTTP library (`get` and `stack_of` hand them out: one per
+    library, compared by identity)."""
+
+    name: str
+    """``"httpx"`` or ``"httpx2"``: the library's own name (httpx2's when it stands in for
+    httpx through ``httpx2.alias_httpx()``)."""
+    module: ModuleType
+    """The library's top module: any public name of it, ``stack.module.ReadTimeout``."""
+    errors: StackErrors
+    Request: type[httpx.Request] | type[httpx2.Request]
+    Response: type[httpx.Response] | type[httpx2.Response]
+    Headers: type[httpx.Headers] | type[httpx2.Headers]
+    URL: type[httpx.URL] | type[httpx2.URL]
+    Timeout: type[httpx.Timeout] | type[httpx2.Timeout]
+    Client: type[httpx.Client] | type[httpx2.Client]
+    AsyncClient: type[httpx.AsyncClient] | type[httpx2.AsyncClient]
+    BaseTransport: type[httpx.BaseTransport] | type[httpx2.BaseTransport]
+    AsyncBaseTransport: type[httpx.AsyncBaseTransport] | type[httpx2.AsyncBaseTransport]
+    SyncByteStream: type[httpx.SyncByteStream] | type[httpx2.SyncByteStream]
+    AsyncByteStream: type[httpx.AsyncByteStream] | type[httpx2.AsyncByteStream]
+    core_name: str
+    """Its connection pools' library: ``"httpcore"`` or ``"httpcore2"``."""
+    aiohttp_module: str
+    """The module of httpx-aiohttp's transport for this stack."""
+
+    @classmethod
+    def of_module(cls, module: ModuleType) -> Stack:
+        """The stack of an imported library module (``httpx`` or ``httpx2``)."""
+        name = module.__name__
+        m: Any = module
+        errors = StackErrors(
+            timeout=(m.TimeoutException,),
+            transport=(m.TransportError,),
+            decoding=(m.DecodingError,),
+            read=(m.HTTPError, m.StreamError),
+        )
+        return cls(
+            name=name,
+            module=module,
+            errors=errors,
+            Request=m.Request,
+            Response=m.Response,
+            Headers=m.Headers,
+            URL=m.URL,
+            Timeout=m.Timeout,
+            Client=m.Client,
+            AsyncClient=m.AsyncClient,
+            BaseTransport=m.BaseTransport,
+            AsyncBaseTransport=m.AsyncBaseTransport,
+            SyncByteStream=m.SyncByteStream,
+            AsyncByteStream=m.AsyncByteStream,
+            core_name="httpcore" if name == "httpx" else "httpcore2",
+            aiohttp_module="httpx_aiohttp.transport" if name == "httpx" else "httpx_aiohttp.httpx2",
+        )
+
+    def core(self) -> ModuleType:
+        """httpcore or httpcore2, the library of this stack's connection pools."""
+        return self._import(self.core_name, "the sync client's own transport")
+
+    def aiohttp_transport(self) -> Any:
+        """httpx-aiohttp's ``AiohttpTransport`` class for this stack (the async pool on
+        asyncio); an ImportError naming the extra when that version of it is missing."""
+        return self._import(self.aiohttp_module, "the async client's pool").AiohttpTransport
+
+    def _import(self, module: str, feature: str) -> ModuleType:
+        if self.name == "httpx":  # httpx's modules are aigateway's own dependencies
+            return importlib.import_module(module)
+        return require(module, "httpx2", f"{feature} on httpx2")
+
+    def __repr__(self) -> str:
+        return f"<HTTP stack {self.name}>"
+
+
+_stacks: dict[str, Stack] = {}
+"""The stacks built so far, by the library's own name."""
+_by_type: dict[type, Stack | None] = {}
+"""`stack_of`'s answers, by type."""
+
+
+def _stack_of_module(module: ModuleType) -> Stack:
+    stack = _stacks.get(module.__name__)
+    if stack is None:
+        stack = _stacks.setdefault(module.__name__, Stack.of_module(module))
+    return stack
+
+
+def get(name: str) -> Stack:
+    """The stack named ``name`` (one of `STACK_NAMES`), importing it; httpx2 missing is an
+    ImportError saying how to install the ``httpx2`` extra. ValueError for another name."""
+    if name == "httpx":
+        return _stack_of_module(httpx)  # httpx2 itself when alias_httpx() ran first
+    if name == "httpx2":
+        stack = _stacks.get("httpx2")
+        if stack is None:
+            stack = _stack_of_module(require("httpx2", "httpx2", "an httpx2 client"))
+        return stack
+    raise ValueError(f"unknown HTTP stack {name!r}: use one of {', '.join(STACK_NAMES)}")
+
+
+def own_stack() -> Stack:
+    """The stack of the pools a client makes itself: `STACK_ENV` when set, else
+    `DEFAULT_STACK`. Read when a client is made; ValueError naming the allowed values."""
+    name = os.environ.get(STACK_ENV, "").strip().lower() or DEFAULT_STACK
+    if name not in STACK_NAMES:
+        raise ValueError(
+            f"{STACK_ENV}={name!r} is not an HTTP stack aigateway speaks: use one of "
+            f"{', '.join(STACK_NAMES)}"
+        )
+    return get(name)
+
+
+def stack_of(obj: object) -> Stack | None:
+    """The stack ``obj`` (or the class ``obj``) belongs to: the library that defines it or one
+    of its bases (a user's ``httpx.BaseTransport`` subclass is httpx's), None when neither."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    try:
+        return _by_type[cls]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        root = base.__module__.partition(".")[0]
+        if root in STACK_NAMES:
+            module = sys.modules.get(root)
+            if module is not None and getattr(module, "__name__", None) == root:
+                found = _stack_of_module(module)
+                break
+    _by_type[cls] = found
+    return found
+
+
+_loaded: tuple[object, tuple[Stack, ...], StackErrors] | None = None
+"""What `loaded` found last: the httpx2 module it saw (None: not imported), the stacks and
+their joined errors."""
+
+
+def loaded() -> tuple[Stack, ...]:
+    """The stacks imported so far, by anyone (an exception of httpx2 can only come from an
+    httpx2 object, so httpx2 is loaded before one can arrive); httpx first."""
+    return _current()[1]
+
+
+def loaded_errors() -> StackErrors:
+    """The exceptions of every loaded stack, joined by kind."""
+    return _current()[2]
+
+
+def _current() -> tuple[object, tuple[Stack, ...], StackErrors]:
+    global _loaded
+    second = sys.modules.get("httpx2")
+    if second is not None and not hasattr(second, "AsyncClient"):
+        second = None  # being imported in another thread: nothing of it can have been raised
+    if _loaded is None or _loaded[0] is not second:
+        stacks = [get("httpx")]
+        if second is not None and second is not httpx:
+            stacks.append(_stack_of_module(second))
+        errors = stacks[0].errors
+        for stack in stacks[1:]:
+            errors = errors + stack.errors
+        _loaded = (second, tuple(stacks), errors)
+    return _loaded
+
+
+def failure_kind(exc: BaseException) -> Failure | None:
+    """What a failure of sending a request or reading its reply is, whatever its stack:
+    ``"timeout"`` (a stack's ``TimeoutException``, or `TimeoutError`), ``"connection"`` (any
+    other ``TransportError``, or `OSError`), ``"decoding"`` (a ``DecodingError``); None for
+    anything else."""
+    errors = loaded_errors()
+    if isinstance(exc, (errors.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, (errors.transport, OSError)):
+        return "connection"
+    if isinstance(exc, errors.decoding):
+        return "decoding"
+    return None

@@ -1,0 +1,165 @@
+"""The HTTP stack seam (`aigateway._stacks`): which library an object belongs to, the
+exceptions of every loaded stack, the stack of the client's own pools, and httpx2 standing in
+for httpx (``httpx2.alias_httpx()``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import httpx
+import httpx2
+import pytest
+
+from aigateway import _stacks
+from aigateway._stacks import Stack, failure_kind, get, loaded, own_stack, stack_of
+
+STACKS = {"httpx": httpx, "httpx2": httpx2}
+
+
+@pytest.fixture(params=sorted(STACKS))
+def stack(request: pytest.FixtureRequest) -> Stack:
+    return get(request.param)
+
+
+def test_get_gives_one_stack_per_library() -> None:
+    for name, module in STACKS.items():
+        stack = get(name)
+        assert stack is get(name)
+        assert (stack.name, stack.module, stack.Client) == (name, module, module.Client)
+    assert get("httpx").core_name == "httpcore"
+    assert get("httpx2").core_name == "httpcore2"
+    with pytest.raises(ValueError, match=r"unknown HTTP stack 'requests': use one of httpx, httpx2"):
+        get("requests")
+
+
+def test_stack_of_finds_the_library_of_instances_classes_and_subclasses(stack: Stack) -> None:
+    module = stack.module
+
+    class OwnTransport(module.BaseTransport):  # type: ignore[name-defined,misc]
+        pass
+
+    request = module.Request("GET", "http://x.test/")
+    for obj in (
+        module.Client,
+        module.AsyncClient(),
+        module.MockTransport(lambda r: module.Response(200)),
+        OwnTransport(),
+        request,
+        module.Response(200, request=request),
+        module.Timeout(3.0),
+        module.ReadTimeout("slow"),
+    ):
+        assert stack_of(obj) is stack, obj
+    for other in (object(), "httpx", 3, Exception("x"), type):
+        assert stack_of(other) is None
+
+
+def test_the_aiohttp_transport_and_the_core_are_the_stacks_own(stack: Stack) -> None:
+    transport = stack.aiohttp_transport()
+    assert issubclass(transport, stack.AsyncBaseTransport)
+    assert stack_of(transport) is stack
+    assert stack.core().__name__ == stack.core_name
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        ("ConnectTimeout", "timeout"),
+        ("ReadTimeout", "timeout"),
+        ("WriteTimeout", "timeout"),
+        ("PoolTimeout", "timeout"),
+        ("ConnectError", "connection"),
+        ("ReadError", "connection"),
+        ("WriteError", "connection"),
+        ("RemoteProtocolError", "connection"),
+        ("LocalProtocolError", "connection"),
+        ("ProxyError", "connection"),
+        ("UnsupportedProtocol", "connection"),
+        ("DecodingError", "decoding"),
+        ("InvalidURL", None),
+    ],
+)
+def test_failure_kinds_are_the_same_on_both_stacks(error: str, kind: str | None) -> None:
+    for module in STACKS.values():
+        assert failure_kind(getattr(module, error)("x")) == kind, (module, error)
+
+
+def test_failure_kinds_of_plain_python_errors() -> None:
+    assert failure_kind(TimeoutError()) == "timeout"
+    assert failure_kind(ConnectionResetError()) == "connection"
+    assert failure_kind(ValueError()) is None
+
+
+def test_the_errors_of_every_loaded_stack_are_joined_by_kind() -> None:
+    assert loaded() == (get("httpx"), get("httpx2"))
+    errors = _stacks.loaded_errors()
+    assert errors.timeout == (httpx.TimeoutException, httpx2.TimeoutException)
+    assert errors.read == (httpx.HTTPError, httpx.StreamError, httpx2.HTTPError, httpx2.StreamError)
+    with pytest.raises(errors.read):
+        raise httpx2.StreamClosed()
+
+
+def test_httpx2_loaded_after_the_seam_is_seen() -> None:
+    """A tuple of exceptions built when aigateway loads would miss httpx2 imported later."""
+    script = """
+        import sys
+        from aigateway import _stacks
+        assert "httpx2" not in sys.modules
+        assert [s.name for s in _stacks.loaded()] == ["httpx"]
+        assert _stacks.failure_kind(ValueError()) is None
+        import httpx2
+        assert [s.name for s in _stacks.loaded()] == ["httpx", "httpx2"]
+        assert _stacks.failure_kind(httpx2.ReadTimeout("x")) == "timeout"
+        print("ok")
+    """
+    assert _run(script) == "ok"
+
+
+def test_alias_httpx_makes_the_two_stacks_one() -> None:
+    script = """
+        import httpx2
+        httpx2.alias_httpx()
+        import httpx
+        from aigateway import _stacks
+        stack = _stacks.get("httpx")
+        assert stack is _stacks.get("httpx2") and stack.name == "httpx2", stack
+        assert stack.core_name == "httpcore2"
+        assert _stacks.loaded() == (stack,)
+        assert _stacks.stack_of(httpx.Client) is stack
+        assert _stacks.failure_kind(httpx.ReadTimeout("x")) == "timeout"
+        print("ok")
+    """
+    assert _run(script) == "ok"
+
+
+def test_httpx2_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx2", None)
+    monkeypatch.setattr(_stacks, "_stacks", {"httpx": get("httpx")})
+    with pytest.raises(ImportError, match=r"an httpx2 client needs the optional package 'httpx2'"):
+        get("httpx2")
+
+
+def test_own_stack_is_the_default_unless_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(_stacks.STACK_ENV, raising=False)
+    assert own_stack() is get(_stacks.DEFAULT_STACK) is get("httpx")
+    monkeypatch.setenv(_stacks.STACK_ENV, " HTTPX2 ")
+    assert own_stack() is get("httpx2")
+    monkeypatch.setenv(_stacks.STACK_ENV, "aiohttp")
+    with pytest.raises(ValueError, match=r"AIGATEWAY_HTTP_STACK='aiohttp' .* httpx, httpx2"):
+        own_stack()
+
+
+def _run(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

@@ -30,7 +30,9 @@ def test_get_gives_one_stack_per_library() -> None:
         assert (stack.name, stack.module, stack.Client) == (name, module, module.Client)
     assert get("httpx").core_name == "httpcore"
     assert get("httpx2").core_name == "httpcore2"
-    with pytest.raises(ValueError, match=r"unknown HTTP stack 'requests': use one of httpx, httpx2"):
+    with pytest.raises(
+        ValueError, match=r"unknown HTTP stack 'requests': use one of httpx, httpx2"
+    ):
         get("requests")
 
 

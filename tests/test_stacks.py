@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
 import httpx
 import httpx2
@@ -56,6 +57,23 @@ def test_stack_of_finds_the_library_of_instances_classes_and_subclasses(stack: S
         assert stack_of(obj) is stack, obj
     for other in (object(), "httpx", 3, Exception("x"), type):
         assert stack_of(other) is None
+
+
+def test_a_class_written_once_is_made_one_of_each_stack() -> None:
+    class Body:
+        def __iter__(self) -> Iterator[bytes]:
+            yield b"x"
+
+    made = {name: get(name).subclass(Body, "SyncByteStream") for name in STACKS}
+    for name, cls in made.items():
+        assert cls is get(name).subclass(Body, "SyncByteStream")  # made once
+        assert issubclass(cls, STACKS[name].SyncByteStream)
+        assert issubclass(cls, Body)
+        assert cls.stack is get(name)  # type: ignore[attr-defined]
+        assert stack_of(cls()) is get(name)
+        assert cls.__name__ == "Body"
+    response = httpx2.Response(200, stream=made["httpx2"]())
+    assert response.read() == b"x"
 
 
 def test_the_aiohttp_transport_and_the_core_are_the_stacks_own(stack: Stack) -> None:

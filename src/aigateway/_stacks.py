@@ -12,8 +12,9 @@ The API (small and stable; the client side and the mock's transports use only th
   ``module`` (its top module, for any public name: ``stack.module.ReadTimeout``), the classes
   the package builds or checks (``stack.Request``, ``stack.Response``, ``stack.Client``, ...),
   ``errors`` (`StackErrors`, the exception classes by kind), ``core()`` (httpcore or
-  httpcore2, imported on first use) and ``aiohttp_transport()`` (httpx-aiohttp's transport
-  for this stack).
+  httpcore2, imported on first use), ``aiohttp_transport()`` (httpx-aiohttp's transport
+  for this stack) and ``subclass(mixin, "SyncByteStream")`` (a class written once, made a
+  subclass of one of the stack's classes, per stack and once).
 * `get` (``get("httpx2")``): the stack of that name, imported on first use; httpx2 missing is
   an ImportError naming the ``httpx2`` extra.
 * `stack_of` (``stack_of(obj)``): the stack a client, transport, request, response, timeout
@@ -37,9 +38,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import httpx
 
@@ -82,6 +83,7 @@ STACK_ENV: Final = "AIGATEWAY_HTTP_STACK"
 """``AIGATEWAY_HTTP_STACK=httpx2`` makes a process's own pools httpx2's (read per client)."""
 STACK_NAMES: Final = ("httpx", "httpx2")
 
+T = TypeVar("T")
 Failure = Literal["timeout", "connection", "decoding"]
 ExceptionTypes = tuple[type[BaseException], ...]
 
@@ -135,6 +137,7 @@ class Stack:
     """Its connection pools' library: ``"httpcore"`` or ``"httpcore2"``."""
     aiohttp_module: str
     """The module of httpx-aiohttp's transport for this stack."""
+    _subclasses: dict[tuple[type, str], type] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of_module(cls, module: ModuleType) -> Stack:
@@ -174,6 +177,20 @@ class Stack:
         """httpx-aiohttp's ``AiohttpTransport`` class for this stack (the async pool on
         asyncio); an ImportError naming the extra when that version of it is missing."""
         return self._import(self.aiohttp_module, "the async client's pool").AiohttpTransport
+
+    def subclass(self, mixin: type[T], base: str) -> type[T]:
+        """``mixin`` made a subclass of this stack's class named ``base`` (``"SyncByteStream"``,
+        ``"BaseTransport"``, ...), made once per stack: what is written once for both stacks
+        (a body, a transport) but must be of the stack whose client uses it. The class's
+        ``stack`` attribute is this stack."""
+        key = (mixin, base)
+        made = self._subclasses.get(key)
+        if made is None:
+            bases = (mixin, getattr(self.module, base))
+            made = self._subclasses.setdefault(
+                key, type(mixin.__name__, bases, {"__module__": mixin.__module__, "stack": self})
+            )
+        return made
 
     def _import(self, module: str, feature: str) -> ModuleType:
         if self.name == "httpx":  # httpx's modules are aigateway's own dependencies

@@ -12,6 +12,10 @@ Fixtures, each fresh per test:
 * ``aigateway_client``: a `Client` wired to it in-process, closed after the test;
 * ``aigateway_async_client``: an `AsyncClient` the same way (anyio's plugin runs it, on
   asyncio or trio);
+* ``aigateway_openai`` and ``aigateway_async_openai``: the official SDK's ``openai.OpenAI``
+  and ``openai.AsyncOpenAI`` wired to it in-process, closed after the test (they need the
+  ``openai`` package; its retries sleep for real, so give injected failures a tiny
+  ``retry_after``);
 * ``aigateway_served``: the base URL of ``aigateway_mock`` served over real HTTP.
 
 The marker::
@@ -37,6 +41,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    import openai
+
     from aigateway import AsyncClient, Client
     from aigateway.testing import MockGateway
     from aigateway.testing._marker import MarkerOptions
@@ -112,6 +118,22 @@ async def aigateway_async_client(
 ) -> AsyncIterator[AsyncClient]:
     """An `AsyncClient` wired to ``aigateway_mock`` in-process, on anyio's backend."""
     async with aigateway_mock.async_client() as client:
+        yield client
+
+
+@pytest.fixture
+def aigateway_openai(aigateway_mock: MockGateway) -> Iterator[openai.OpenAI]:
+    """An ``openai.OpenAI`` (the official SDK) wired to ``aigateway_mock`` in-process."""
+    with aigateway_mock.openai_client() as client:
+        yield client
+
+
+@pytest.fixture
+async def aigateway_async_openai(
+    aigateway_mock: MockGateway, anyio_backend: object
+) -> AsyncIterator[openai.AsyncOpenAI]:
+    """An ``openai.AsyncOpenAI`` wired to ``aigateway_mock`` in-process, on anyio's backend."""
+    async with aigateway_mock.async_openai_client() as client:
         yield client
 
 

@@ -25,20 +25,28 @@ it, a contract of ``[tool.importlinter]``):
 * ``_gateway.py``: `MockGateway`, the state composed with its front doors; ``_clients.py``;
   ``scorecard.py`` (``python -m aigateway.testing.scorecard``); ``_marker.py``, the support
   of the pytest plugin's ``aigateway`` marker;
-* ``_serving/``: the front doors, given the state: the in-process httpx transport and
-  WebSocket (delivery faults acted out as httpx errors), the ASGI app on uvicorn and what a
-  connection may hold; ``_routes/``: what the gateway answers (chat and models, the
-  services and their planners, discovery documents, the admin API); ``_record/``: record
-  and replay of real exchanges (`CassetteTransport`);
+* ``_serving/``: the front doors, given the state: the in-process transport for httpx and
+  httpx2 and WebSocket (delivery faults acted out as the client library's errors), the ASGI
+  app on uvicorn and what a connection may hold; ``_routes/``: what the gateway answers
+  (chat and models, the services and their planners, discovery documents, the admin API);
+  ``_record/``: record and replay of real exchanges (`CassetteTransport`);
 * ``_core/``: the sans-io gateway: request and reply values, the state and `handle`, the
   router and what handlers get, accounts and credits, catalogues, files and stores, quotas,
   rate limits, idempotency, faults, pacing, clock, ids, the request log;
 * ``_model/``: the seeded fake model behind chat; ``_sql/``: the sandboxed SQLite behind the
   database services.
+
+`Httpx2MockTransport` and `Httpx2CassetteTransport`, the same for httpx2's clients, load when
+first asked for (they need the ``httpx2`` extra); ``__all__`` lists them when httpx2 is
+installed, so ``from aigateway.testing import *`` works without it.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from typing import TYPE_CHECKING
+
+from aigateway._lazy import lazy_names
 from aigateway.testing._core.accounts import Account, Charge, ChargeResult, Ledger
 from aigateway.testing._core.catalogue import Catalogue, ModelSpec, default_catalogue
 from aigateway.testing._core.clock import MockClock
@@ -67,6 +75,20 @@ from aigateway.testing._model.engine import ScriptedReply
 from aigateway.testing._record.cassette import CassetteError, CassetteTransport
 from aigateway.testing._serving.connections import ConnectionLimits
 from aigateway.testing._serving.transport import MockTransport
+
+if TYPE_CHECKING:
+    from aigateway.testing._record.cassette_httpx2 import (
+        Httpx2CassetteTransport as Httpx2CassetteTransport,
+    )
+    from aigateway.testing._serving.transport_httpx2 import (
+        Httpx2MockTransport as Httpx2MockTransport,
+    )
+
+_HTTPX2_NAMES = {
+    "Httpx2CassetteTransport": "aigateway.testing._record.cassette_httpx2",
+    "Httpx2MockTransport": "aigateway.testing._serving.transport_httpx2",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HTTPX2_NAMES, globals())
 
 __all__ = [
     "Account",
@@ -106,3 +128,5 @@ __all__ = [
     "json_response",
     "refuse",
 ]
+if importlib.util.find_spec("httpx2") is not None:
+    __all__ += sorted(_HTTPX2_NAMES)

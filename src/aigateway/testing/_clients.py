@@ -1,25 +1,35 @@
-"""aigateway's own clients wired to a mock gateway: the one module of the mock that imports them.
+"""Clients wired to a mock gateway in-process: aigateway's own (the one module of the mock that
+imports them) and the official ``openai`` SDK's.
 
-The mock serves any client (the official ``openai`` SDK, plain httpx), so the rest of
+The mock serves any client (the official ``openai`` SDK, plain httpx or httpx2), so the rest of
 `aigateway.testing` imports nothing of the client side but `aigateway.types` and
 `aigateway.errors`; `MockGateway.client`, `MockGateway.async_client` and the scorecard get
-our `Client` and `AsyncClient` here.
+our `Client` and `AsyncClient` here, and `MockGateway.openai_client` and
+`MockGateway.async_openai_client` an ``openai.OpenAI`` / ``openai.AsyncOpenAI`` (``openai``
+imported only then: it is not a dependency of aigateway).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from aigateway._client.clients import AsyncClient, Client
 from aigateway._pipeline.retry import RetryPolicy
+from aigateway._stacks import get, stack_of
 from aigateway.testing._core.clock import MockClock
-from aigateway.testing._serving.transport import MockTransport
+from aigateway.testing._serving.inprocess import InProcessTransport
+from aigateway.testing._serving.transport import in_process_transport
+
+if TYPE_CHECKING:
+    from aigateway.testing._core.state import GatewayState
 
 __all__ = [
     "AsyncClient",
     "Client",
     "in_process_async_client",
     "in_process_client",
+    "in_process_openai",
     "mock_time_retry_policy",
     "served_client",
 ]
@@ -39,7 +49,9 @@ def mock_time_retry_policy(clock: MockClock) -> RetryPolicy:
     return RetryPolicy(sleep=sleep, async_sleep=async_sleep, now=clock.now, monotonic=clock.now)
 
 
-def _in_process(transport: MockTransport, api_key: str, options: dict[str, Any]) -> dict[str, Any]:
+def _in_process(
+    transport: InProcessTransport, api_key: str, options: dict[str, Any]
+) -> dict[str, Any]:
     """The arguments of a client sending through ``transport``: retry waits move the
     gateway's clock unless ``options`` has a ``retry_policy``."""
     state = transport.state
@@ -47,14 +59,46 @@ def _in_process(transport: MockTransport, api_key: str, options: dict[str, Any])
     return {"api_key": api_key, "base_url": state.base_url, "transport": transport, **options}
 
 
-def in_process_client(transport: MockTransport, api_key: str, **options: Any) -> Client:
+def in_process_client(transport: InProcessTransport, api_key: str, **options: Any) -> Client:
     """A `Client` sending through ``transport`` (a gateway in this process)."""
     return Client(**_in_process(transport, api_key, options))
 
 
-def in_process_async_client(transport: MockTransport, api_key: str, **options: Any) -> AsyncClient:
+def in_process_async_client(
+    transport: InProcessTransport, api_key: str, **options: Any
+) -> AsyncClient:
     """An `AsyncClient` sending through ``transport`` (a gateway in this process)."""
     return AsyncClient(**_in_process(transport, api_key, options))
+
+
+def in_process_openai(
+    state: GatewayState, api_key: str, *, asynchronous: bool, options: dict[str, Any]
+) -> Any:
+    """An ``openai.OpenAI`` (``openai.AsyncOpenAI`` when ``asynchronous``) of the gateway of
+    ``state``, in-process, through the transport for the HTTP library that SDK is built on
+    (httpx2 from openai 3.0, httpx before); ``options`` go to the SDK's client."""
+    if "http_client" in options:
+        raise TypeError(
+            "openai_client() makes the SDK's http_client itself (wired to the mock gateway); "
+            "to bring your own, pass http_client=httpx2.Client(transport="
+            'gateway.transport("httpx2")) to openai.OpenAI'
+        )
+    try:
+        openai = importlib.import_module("openai")
+    except ModuleNotFoundError as exc:
+        if exc.name != "openai":
+            raise
+        raise ImportError(
+            "MockGateway.openai_client() and async_openai_client() need the official openai "
+            "package, which aigateway does not install: python -m pip install openai",
+            name="openai",
+        ) from exc
+    default = getattr(openai, "DefaultHttpxClient", None)
+    stack = stack_of(default) or get("httpx")  # older SDKs without that class are on httpx
+    http_type = stack.module.AsyncClient if asynchronous else stack.module.Client
+    http_client = http_type(transport=in_process_transport(state, stack.name))
+    sdk_type = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+    return sdk_type(base_url=state.base_url, api_key=api_key, http_client=http_client, **options)
 
 
 def served_client(

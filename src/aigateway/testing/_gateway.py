@@ -10,9 +10,10 @@ composed with its front doors, each given the state, never the gateway:
   and the other public discovery files at the site root; the admin API under ``/_mock/``,
   behind ``admin_token``; routes users add with `MockGateway.add_route`. Anything else is a
   404 (unknown path) or 405 (wrong method), both with an Error body;
-* the in-process httpx transport and WebSocket (`transport`), the ASGI app on uvicorn
-  (`serve`) (`aigateway.testing._serving`);
-* our own clients wired to it (`client`, `async_client`, from `aigateway.testing._clients`).
+* the in-process transport for httpx or httpx2 and WebSocket (`transport`), the ASGI app on
+  uvicorn (`serve`) (`aigateway.testing._serving`);
+* our own clients and the official ``openai`` SDK's wired to it (`client`, `async_client`,
+  `openai_client`, `async_openai_client`, from `aigateway.testing._clients`).
 
 Every reply carries ``content-type``, ``x-request-id`` (``req_`` + hex from the seed and a
 counter) and the ``X-RateLimit-*`` headers. `MockGateway.handle` answers without any I/O.
@@ -23,9 +24,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from aigateway.testing._clients import in_process_async_client, in_process_client
+from aigateway.testing._clients import (
+    in_process_async_client,
+    in_process_client,
+    in_process_openai,
+)
 from aigateway.testing._core.accounts import FREE_TIER_CREDITS, Account, Charge, Ledger
 from aigateway.testing._core.catalogue import Catalogue, ModelSpec
 from aigateway.testing._core.clock import MockClock
@@ -51,12 +56,15 @@ from aigateway.testing._routes.run import (
     handle_image_generate,
     handle_run,
 )
-from aigateway.testing._serving.transport import MockTransport
+from aigateway.testing._serving.transport import MockTransport, StackName, in_process_transport
 
 if TYPE_CHECKING:
+    import openai
+
     from aigateway.testing._clients import AsyncClient, Client
     from aigateway.testing._serving.connections import ConnectionLimits
     from aigateway.testing._serving.server import ClockMode
+    from aigateway.testing._serving.transport_httpx2 import Httpx2MockTransport
 
 __all__ = ["DEFAULT_BASE_URL", "MockGateway"]
 
@@ -68,7 +76,8 @@ class MockGateway:
     (``/run``, ``/image/generate``); ``credits`` is the default account's starting balance
     (its key is ``api_key``). ``time_to_first_token`` and ``token_delay`` (seconds) pace
     streamed replies like a real model's. Use ``transport()`` with httpx (sync or async) and
-    ``base_url``, ``serve()`` for a real HTTP server, or call ``handle`` directly.
+    ``base_url`` (``transport("httpx2")`` with httpx2), ``client()`` or ``openai_client()`` for
+    a client wired to it, ``serve()`` for a real HTTP server, or call ``handle`` directly.
 
     API keys and file ids are random; ``fixed_keys=True`` derives them from ``seed`` instead,
     for tests that compare them from run to run (never for a mock others can reach). A body
@@ -321,9 +330,16 @@ class MockGateway:
 
     # -- front doors -----------------------------------------------------------------------
 
-    def transport(self) -> MockTransport:
-        """An httpx transport (sync and async) that sends requests to this gateway."""
-        return MockTransport(self._state)
+    @overload
+    def transport(self, stack: Literal["httpx"] = "httpx") -> MockTransport: ...
+    @overload
+    def transport(self, stack: Literal["httpx2"]) -> Httpx2MockTransport: ...
+    def transport(self, stack: StackName = "httpx") -> MockTransport | Httpx2MockTransport:
+        """A transport (sync and async) that sends requests to this gateway in-process, for
+        clients of the HTTP library ``stack``: ``"httpx"`` (`MockTransport`, the default) or
+        ``"httpx2"`` (`Httpx2MockTransport`, with the ``httpx2`` extra; the official
+        ``openai`` SDK 3.x is built on it). Delivery faults raise that library's errors."""
+        return in_process_transport(self._state, stack)
 
     def serve(
         self,
@@ -354,17 +370,43 @@ class MockGateway:
             limits=connection_limits,
         )
 
-    def client(self, *, api_key: str | None = None, **options: Any) -> Client:
-        """A `aigateway.Client` wired to this gateway in-process (default account's key).
+    def client(
+        self, *, api_key: str | None = None, stack: StackName = "httpx", **options: Any
+    ) -> Client:
+        """A `aigateway.Client` wired to this gateway in-process (default account's key), over
+        the HTTP library ``stack`` (``"httpx"`` or ``"httpx2"``).
 
         ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
         waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
-        return in_process_client(self.transport(), api_key or self.api_key, **options)
+        return in_process_client(self.transport(stack), api_key or self.api_key, **options)
 
-    def async_client(self, *, api_key: str | None = None, **options: Any) -> AsyncClient:
-        """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key)."""
-        return in_process_async_client(self.transport(), api_key or self.api_key, **options)
+    def async_client(
+        self, *, api_key: str | None = None, stack: StackName = "httpx", **options: Any
+    ) -> AsyncClient:
+        """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key),
+        over the HTTP library ``stack``."""
+        return in_process_async_client(self.transport(stack), api_key or self.api_key, **options)
+
+    def openai_client(self, *, api_key: str | None = None, **options: Any) -> openai.OpenAI:
+        """An ``openai.OpenAI`` of the official SDK wired to this gateway in-process, no port
+        (default account's key), over the HTTP library that SDK uses (httpx2 from openai 3.0).
+
+        ``options`` go to ``openai.OpenAI`` (``max_retries``, ``timeout``, ...). Its retries
+        sleep for real: give injected failures a tiny ``retry_after``
+        (``gateway.faults.fail(503, retry_after=0.001)``) or pass ``max_retries=0``. Needs
+        the ``openai`` package (an ImportError says how to install it)."""
+        return in_process_openai(  # type: ignore[no-any-return]
+            self._state, api_key or self.api_key, asynchronous=False, options=options
+        )
+
+    def async_openai_client(
+        self, *, api_key: str | None = None, **options: Any
+    ) -> openai.AsyncOpenAI:
+        """An ``openai.AsyncOpenAI`` wired to this gateway in-process, as `openai_client`."""
+        return in_process_openai(  # type: ignore[no-any-return]
+            self._state, api_key or self.api_key, asynchronous=True, options=options
+        )
 
     # -- handling --------------------------------------------------------------------------
 

@@ -1,16 +1,21 @@
 """Record HTTP exchanges with a real gateway once, then replay them offline: `CassetteTransport`.
 
-An httpx transport, sync and async, usable by any httpx-based client (ours, the official
-``openai`` SDK through ``http_client=httpx.Client(transport=...)``)::
+A transport, sync and async, usable by any client built on httpx (`CassetteTransport`: ours,
+older ``openai`` SDKs) or httpx2 (`Httpx2CassetteTransport`, in ``cassette_httpx2.py``: the
+official ``openai`` SDK 3.x through ``http_client=httpx2.Client(transport=...)``)::
 
     transport = CassetteTransport("tests/cassettes/chat.json")   # mode "once"
     client = Client(api_key=..., base_url=..., transport=transport)
 
+Both are `Cassette`, which takes the HTTP stack from each request (`aigateway._stacks`), so a
+reply is always of the library of the client that asked; the file is the same for both, so a
+cassette recorded through one library replays through the other.
+
 Modes, named as in vcrpy and pytest-recording:
 
 * ``"once"`` (the default): replay if the file exists, else record it.
-* ``"record"``: send every request through the inner transport (a real
-  `httpx.HTTPTransport` / `httpx.AsyncHTTPTransport` unless ``transport`` is given) and write
+* ``"record"``: send every request through the inner transport (a real ``HTTPTransport`` /
+  ``AsyncHTTPTransport`` of the client's library unless ``transport`` is given) and write
   the cassette afresh (vcrpy's ``all``, pytest-recording's ``rewrite``).
 * ``"replay"``: answer from the file only, never the network; a request that was not recorded
   raises `CassetteError` (vcrpy's ``none``). ``AIGATEWAY_CASSETTE_MODE=replay`` forces it in
@@ -36,14 +41,20 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
+from aigateway._stacks import DEFAULT_STACK, Stack, get, stack_of
 from aigateway.errors import AIGatewayError
 from aigateway.testing._core.pacing import AsyncBody
 
-__all__ = ["CassetteError", "CassetteTransport"]
+if TYPE_CHECKING:
+    from aigateway._stacks import AsyncTransport, Request, Response, SyncTransport
+
+__all__ = ["Cassette", "CassetteError", "CassetteTransport"]
+
+BodyT = TypeVar("BodyT")
 
 Mode = Literal["once", "record", "replay"]
 MODES: tuple[Mode, ...] = ("once", "record", "replay")
@@ -89,32 +100,40 @@ class _Exchange:
             for name, value in self.headers
         )
 
-    def replay(self, request: httpx.Request) -> httpx.Response:
-        """The recorded reply as an httpx response; an event stream comes event by event.
+    def replay(self, stack: Stack, request: Request) -> Response:
+        """The recorded reply as a response of ``stack``; an event stream comes event by event.
         Secret headers (a ``Set-Cookie``) are left out: their values were not recorded."""
         headers = [(name, value) for name, value in self.headers if name not in SECRET_HEADERS]
         if self.is_event_stream:
-            stream = Events(_events(self.body))
-            return httpx.Response(self.status, headers=headers, stream=stream, request=request)
-        return httpx.Response(self.status, headers=headers, content=self.body, request=request)
+            stream = _body_of(stack, Events)(_events(self.body))
+            streamed: Response = stack.module.Response(
+                self.status, headers=headers, stream=stream, request=request
+            )
+            return streamed
+        whole: Response = stack.module.Response(
+            self.status, headers=headers, content=self.body, request=request
+        )
+        return whole
 
 
-class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """An httpx transport (sync and async) that records exchanges to the JSON file ``path``
-    or replays them from it, by ``mode``: ``"once"``, ``"record"`` or ``"replay"``.
+def _body_of(stack: Stack, body_type: type[BodyT]) -> type[BodyT]:
+    """``body_type`` made a body of ``stack``'s clients, sync and async (they check a body's
+    base classes)."""
+    return stack.subclass(stack.subclass(body_type, "SyncByteStream"), "AsyncByteStream")
 
-    ``transport`` is the inner transport used to record (default: a real HTTP transport,
-    made on first use). ``match_on`` is any of ``"method"``, ``"path"``, ``"query"``,
-    ``"body"`` (all by default). ``secrets`` are strings to scrub besides the keys found in
-    request headers. ``mode`` is the resolved mode afterwards: ``"record"`` or ``"replay"``.
-    """
+
+class Cassette:
+    """Record and replay for the clients of httpx and httpx2 alike: what `CassetteTransport`
+    and `Httpx2CassetteTransport` are (the arguments are described there), with their
+    library's base classes. Each request's stack makes the reply; a request of neither
+    library is answered as httpx's."""
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         mode: Mode | None = None,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        transport: SyncTransport | AsyncTransport | None = None,
         match_on: Iterable[str] = MATCHERS,
         secrets: Iterable[str] = (),
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
@@ -130,7 +149,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.mode: Literal["record", "replay"] = chosen
         self.max_body_size = max_body_size
         self._inner = transport
-        self._inners: dict[type[Any], Any] = {}  # by kind: sync or async
+        self._inners: dict[tuple[Stack, bool], Any] = {}  # by stack, sync or async
         self._secrets = {secret for secret in secrets if secret}
         self._lock = threading.Lock()
         self._exchanges: list[_Exchange] = []
@@ -141,47 +160,61 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             self._keys = [self._key(e.method, e.url, e.request_body) for e in self._exchanges]
             self._played = [False] * len(self._exchanges)
 
-    # -- httpx transport -------------------------------------------------------------------
+    # -- the transport ---------------------------------------------------------------------
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: Request) -> Any:
         body = request.read()
+        stack = stack_of(request) or get(DEFAULT_STACK)
         if self.mode == "replay":
-            return self._replay(request, body)
+            return self._replay(stack, request, body)
         self._check_size(request, body)
-        inner = self._inner_transport(httpx.BaseTransport, httpx.HTTPTransport)
-        return self._recording(request, body, inner.handle_request(request))
+        inner = self._inner_transport(stack, asynchronous=False)
+        return self._recording(stack, request, body, inner.handle_request(request))
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Request) -> Any:
         body = await request.aread()
+        stack = stack_of(request) or get(DEFAULT_STACK)
         if self.mode == "replay":
-            return self._replay(request, body)
+            return self._replay(stack, request, body)
         self._check_size(request, body)
-        inner = self._inner_transport(httpx.AsyncBaseTransport, httpx.AsyncHTTPTransport)
-        return self._recording(request, body, await inner.handle_async_request(request))
+        inner = self._inner_transport(stack, asynchronous=True)
+        return self._recording(stack, request, body, await inner.handle_async_request(request))
 
     def close(self) -> None:
-        if httpx.BaseTransport in self._inners:
-            self._inners[httpx.BaseTransport].close()
+        for (_, asynchronous), inner in list(self._inners.items()):
+            if not asynchronous:
+                inner.close()
 
     async def aclose(self) -> None:
-        if httpx.AsyncBaseTransport in self._inners:
-            await self._inners[httpx.AsyncBaseTransport].aclose()
+        for (_, asynchronous), inner in list(self._inners.items()):
+            if asynchronous:
+                await inner.aclose()
 
     def __repr__(self) -> str:
-        return f"CassetteTransport({str(self.path)!r}, mode={self.mode!r})"
+        return f"{type(self).__name__}({str(self.path)!r}, mode={self.mode!r})"
 
     # -- recording -------------------------------------------------------------------------
 
-    def _inner_transport(self, kind: type[Any], default: Callable[[], Any]) -> Any:
-        """The inner transport for sync (or async) use, the default one made on first use."""
+    def _inner_transport(self, stack: Stack, *, asynchronous: bool) -> Any:
+        """The inner transport for ``stack``'s sync (or async) clients, the default one (a
+        real HTTP transport of that library) made on first use."""
+        key = (stack, asynchronous)
+        kind = stack.AsyncBaseTransport if asynchronous else stack.BaseTransport
         with self._lock:
-            inner = self._inners.get(kind) or self._inner or default()
+            inner = self._inners.get(key) or self._inner
+            if inner is None:
+                inner = (
+                    stack.module.AsyncHTTPTransport if asynchronous else stack.module.HTTPTransport
+                )()
             if not isinstance(inner, kind):
-                raise TypeError(f"the cassette's transport {inner!r} is not an {kind.__name__}")
-            self._inners[kind] = inner
+                raise TypeError(
+                    f"the cassette's transport {inner!r} is not an {kind.__name__} of "
+                    f"{stack.name}, the library of the client using the cassette"
+                )
+            self._inners[key] = inner
             return inner
 
-    def _check_size(self, request: httpx.Request, body: bytes) -> None:
+    def _check_size(self, request: Request, body: bytes) -> None:
         if len(body) > self.max_body_size:
             raise CassetteError(
                 f"the body of {request.method} {request.url.path} is {len(body)} bytes, over "
@@ -189,8 +222,8 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             )
 
     def _recording(
-        self, request: httpx.Request, body: bytes, response: httpx.Response
-    ) -> httpx.Response:
+        self, stack: Stack, request: Request, body: bytes, response: Response
+    ) -> Response:
         """``response`` as it comes, its body recorded as it is read."""
         headers = [(n, v) for n, v in response.headers.multi_items() if n not in _FRAMING]
         sent = (request.method, str(request.url), request.headers.multi_items(), body)
@@ -199,10 +232,11 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             self._keep(_Exchange(*sent, response.status_code, headers, data))
 
         what = f"{request.method} {request.url.path}"
-        recorder = Recorder(response, self.max_body_size, what, keep)
-        return httpx.Response(
+        recorder = _body_of(stack, Recorder)(response, self.max_body_size, what, keep)
+        recording: Response = stack.module.Response(
             response.status_code, headers=headers, stream=recorder, request=request
         )
+        return recording
 
     def _keep(self, exchange: _Exchange) -> None:
         """Add a whole exchange and rewrite the file (atomically)."""
@@ -220,16 +254,16 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def _key(self, method: str, url: str, body: bytes) -> tuple[Any, ...]:
         """What a request is matched on: the ``match_on`` parts, canonical."""
-        raw_path, _, query = httpx.URL(url).raw_path.decode("ascii").partition("?")
+        address = urllib.parse.urlsplit(url)
         parts = {
             "method": method.upper(),
-            "path": raw_path,
-            "query": tuple(sorted(urllib.parse.parse_qsl(query, keep_blank_values=True))),
+            "path": address.path or "/",
+            "query": tuple(sorted(urllib.parse.parse_qsl(address.query, keep_blank_values=True))),
             "body": _canonical(body),
         }
         return tuple(parts[name] for name in self.match_on)
 
-    def _replay(self, request: httpx.Request, body: bytes) -> httpx.Response:
+    def _replay(self, stack: Stack, request: Request, body: bytes) -> Response:
         secrets = _longest_first(self._secrets | _secrets_in(request.headers.multi_items()))
         url = _scrub_text(str(request.url), secrets)
         body = _scrub(body, secrets)
@@ -239,12 +273,14 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             for index in found:
                 if not self._played[index]:
                     self._played[index] = True
-                    return self._exchanges[index].replay(request)
-        raise CassetteError(self._miss(request.method, httpx.URL(url), body, len(found)))
+                    return self._exchanges[index].replay(stack, request)
+        raise CassetteError(self._miss(request.method, url, body, len(found)))
 
-    def _miss(self, method: str, url: httpx.URL, body: bytes, played: int) -> str:
+    def _miss(self, method: str, url: str, body: bytes, played: int) -> str:
         """Why a request (its secrets scrubbed) has no reply, and what was recorded instead."""
-        what = f"{method} {url.raw_path.decode('ascii')}"
+        address = urllib.parse.urlsplit(url)
+        path = address.path or "/"
+        what = f"{method} {path}{'?' if address.query else ''}{address.query}"
         how = f"matched on {', '.join(self.match_on) or 'nothing'}; body {_preview(body)}"
         if played:
             return (
@@ -254,7 +290,7 @@ class CassetteTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         same = [
             _preview(e.request_body)
             for e in self._exchanges
-            if e.method == method and httpx.URL(e.url).path == url.path
+            if e.method == method and (urllib.parse.urlsplit(e.url).path or "/") == path
         ]
         return (
             f"{what} was not recorded in {self.path} ({how}); recorded for that method and "
@@ -418,8 +454,9 @@ def _write_atomically(path: Path, text: str) -> None:
 # -- the bodies of replies: replayed events, a reply being recorded ----------------------
 
 
-class Events(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A replayed streamed body: its events one by one, sync or async."""
+class Events:
+    """A replayed streamed body: its events one by one, sync or async (made a body of the
+    client's stack by `_body_of`)."""
 
     def __init__(self, events: list[bytes]) -> None:
         self._events = events
@@ -431,13 +468,13 @@ class Events(httpx.SyncByteStream, httpx.AsyncByteStream):
         return AsyncBody(iter(self._events))
 
 
-class Recorder(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """The body of a reply being recorded: the inner reply's decoded bytes pass through as they
+class Recorder:
+    """The body of a reply being recorded (made a body of the client's stack by `_body_of`): the inner reply's decoded bytes pass through as they
     come and are kept; at the end (or on close, after reading the rest) ``keep`` gets them all,
     so the cassette holds whole replies even when the caller stops reading early."""
 
     def __init__(
-        self, inner: httpx.Response, limit: int, what: str, keep: Callable[[bytes], None]
+        self, inner: Response, limit: int, what: str, keep: Callable[[bytes], None]
     ) -> None:
         self._inner = inner
         self._limit = limit
@@ -508,3 +545,15 @@ class Recorder(httpx.SyncByteStream, httpx.AsyncByteStream):
             if close is not None:
                 await close()
             await self._inner.aclose()
+
+
+class CassetteTransport(Cassette, httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An httpx transport (sync and async) that records exchanges to the JSON file ``path``
+    or replays them from it, by ``mode``: ``"once"``, ``"record"`` or ``"replay"``.
+
+    ``transport`` is the inner transport used to record (default: a real HTTP transport,
+    made on first use). ``match_on`` is any of ``"method"``, ``"path"``, ``"query"``,
+    ``"body"`` (all by default). ``secrets`` are strings to scrub besides the keys found in
+    request headers. ``mode`` is the resolved mode afterwards: ``"record"`` or ``"replay"``.
+    `Httpx2CassetteTransport` is the same for httpx2's clients, with the same files.
+    """

@@ -1,105 +1,42 @@
-"""An httpx transport, sync and async, that hands requests to a mock gateway in-process.
+"""`MockTransport`: the mock's in-process transport for httpx's clients, and the transport for
+either HTTP library (`in_process_transport`, what ``MockGateway.transport`` gives).
 
 ``httpx.Client(transport=gateway.transport(), base_url=gateway.base_url)`` and the same with
-``httpx.AsyncClient`` talk to the gateway without a socket. Whole replies become ordinary
-responses; streamed replies become streamed responses whose body is read event by event, so
-``client.stream(...)`` and ``response.iter_lines()`` behave as over the network. Waits (injected
-latency, stream pacing) move the gateway's clock and end in `httpx.ReadTimeout` past the
-request's read timeout (see `aigateway.testing._serving.delivery`). Any client built on httpx (ours,
-the official ``openai`` SDK) accepts such a transport.
+``httpx.AsyncClient`` talk to the gateway without a socket; all the work is the core's
+(`aigateway.testing._serving.inprocess`), which `Httpx2MockTransport` shares for httpx2.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
-from aigateway.testing._core.pacing import AsyncBody
-from aigateway.testing._core.wire import MockRequest, MockResponse, close_body
-from aigateway.testing._serving.delivery import deliver
-from aigateway.testing._serving.websocket_inprocess import AsyncInProcessSocket, InProcessSocket
+from aigateway._stacks import get
+from aigateway.testing._serving.inprocess import InProcessTransport
 
 if TYPE_CHECKING:
     from aigateway.testing._core.state import GatewayState
+    from aigateway.testing._serving.transport_httpx2 import Httpx2MockTransport
 
-__all__ = ["MockTransport"]
+__all__ = ["MockTransport", "StackName", "in_process_transport"]
 
-
-class _SyncStream(httpx.SyncByteStream):
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._chunks
-
-    def close(self) -> None:
-        close_body(self._chunks)
+StackName = Literal["httpx", "httpx2"]
+"""The HTTP libraries the in-process transport serves (`aigateway._stacks.STACK_NAMES`)."""
 
 
-class _AsyncStream(httpx.AsyncByteStream):
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return AsyncBody(self._chunks)
-
-    async def aclose(self) -> None:
-        close_body(self._chunks)
-
-
-def to_mock_request(request: httpx.Request, body: bytes) -> MockRequest:
-    """An httpx request as the gateway's `MockRequest` (path kept percent-encoded)."""
-    path, _, query = request.url.raw_path.decode("ascii").partition("?")
-    headers = {name.lower(): value for name, value in request.headers.items()}
-    return MockRequest(request.method, path, headers, body, query)
-
-
-def to_httpx_response(
-    response: MockResponse, request: httpx.Request, *, asynchronous: bool
-) -> httpx.Response:
-    """The gateway's reply as an httpx response (streamed when its body is an iterator)."""
-    headers = list(response.headers.items())
-    if isinstance(response.body, bytes):
-        return httpx.Response(
-            response.status, headers=headers, content=response.body, request=request
-        )
-    stream: httpx.SyncByteStream | httpx.AsyncByteStream = (
-        _AsyncStream(response.body) if asynchronous else _SyncStream(response.body)
-    )
-    return httpx.Response(response.status, headers=headers, stream=stream, request=request)
-
-
-class MockTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+class MockTransport(InProcessTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
     """Sends httpx requests to a mock gateway (`MockGateway.transport` makes one); works for
-    both `httpx.Client` and `httpx.AsyncClient`."""
+    both `httpx.Client` and `httpx.AsyncClient`. (`Httpx2MockTransport` is the same for
+    httpx2's clients.)"""
 
-    def __init__(self, state: GatewayState) -> None:
-        self.state = state
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        mock_request = to_mock_request(request, request.read())
-        response = deliver(lambda: self.state.handle(mock_request), request, self.state.clock)
-        return to_httpx_response(response, request, asynchronous=False)
+def in_process_transport(state: GatewayState, stack: str) -> MockTransport | Httpx2MockTransport:
+    """The transport of ``state``'s gateway for the clients of ``stack``: ValueError naming
+    the stacks for another name, ImportError naming the extra when httpx2 is missing."""
+    get(stack)
+    if stack == "httpx2":
+        from aigateway.testing._serving.transport_httpx2 import Httpx2MockTransport
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        mock_request = to_mock_request(request, await request.aread())
-        response = deliver(lambda: self.state.handle(mock_request), request, self.state.clock)
-        return to_httpx_response(response, request, asynchronous=True)
-
-    def websocket_connect(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        subprotocols: Sequence[str],
-        *,
-        asynchronous: bool,
-    ) -> InProcessSocket | AsyncInProcessSocket:
-        """A WebSocket to the gateway's ``/v1/stream`` in this process (our client's
-        ``chat.completions.connect()`` uses it when its transport is this one)."""
-        socket_type = AsyncInProcessSocket if asynchronous else InProcessSocket
-        return socket_type(self.state, headers, subprotocols)
-
-    def __repr__(self) -> str:
-        return f"MockTransport(base_url={self.state.base_url!r})"
+        return Httpx2MockTransport(state)
+    return MockTransport(state)

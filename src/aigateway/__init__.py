@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from aigateway.errors import BudgetExceededError as BudgetExceededError
     from aigateway.errors import ConfigurationError as ConfigurationError
     from aigateway.errors import ConflictError as ConflictError
+    from aigateway.errors import HTTPClientTypeError as HTTPClientTypeError
     from aigateway.errors import IncompleteStreamError as IncompleteStreamError
     from aigateway.errors import InsecureBaseURLWarning as InsecureBaseURLWarning
     from aigateway.errors import InsufficientCreditsError as InsufficientCreditsError

@@ -63,6 +63,7 @@ EXPORTS: dict[str, str] = {
     # errors and warnings (the tree is drawn in aigateway/errors.py)
     "AIGatewayError": "aigateway.errors",
     "ConfigurationError": "aigateway.errors",
+    "HTTPClientTypeError": "aigateway.errors",
     "InvalidRequestError": "aigateway.errors",
     "BudgetExceededError": "aigateway.errors",
     "SharedStateError": "aigateway.errors",

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import copy
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+from aigateway._stacks import stack_of
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Request, Response
 
 __all__ = ["picklable", "restore_error"]
 
@@ -32,9 +35,10 @@ _SECRET_HEADERS = ("authorization", "proxy-authorization")
 def picklable(value: Any) -> Any:
     """``value`` made safe to pickle: requests and replies without credentials or open
     streams, anything else as is when it pickles, else None."""
-    if isinstance(value, httpx.Request):
+    stack = stack_of(value)
+    if stack is not None and isinstance(value, stack.Request):
         value = _redacted_request(value)
-    elif isinstance(value, httpx.Response):
+    elif stack is not None and isinstance(value, stack.Response):
         value = _detached_response(value)
     try:
         pickle.dumps(value)
@@ -43,7 +47,7 @@ def picklable(value: Any) -> Any:
     return value
 
 
-def _redacted_request(request: httpx.Request) -> httpx.Request:
+def _redacted_request(request: Request) -> Request:
     """A copy of ``request`` (body kept when read, stream left out) whose credentials read
     ``<scheme> <redacted>``."""
     clone = copy.copy(request)  # httpx's own pickling state: no stream, no extensions
@@ -55,11 +59,14 @@ def _redacted_request(request: httpx.Request) -> httpx.Request:
     return clone
 
 
-def _detached_response(response: httpx.Response) -> httpx.Response:
+def _detached_response(response: Response) -> Response:
     """A copy of ``response`` (status, headers, body when read) with a redacted request and
     no stream or redirect history."""
     clone = copy.copy(response)
     clone.history = []
-    if response._request is not None:
-        clone.request = _redacted_request(response._request)
+    try:
+        request = response.request
+    except RuntimeError:  # a reply made without one: the public property says so
+        return clone
+    clone.request = _redacted_request(request)
     return clone

@@ -14,23 +14,24 @@ The API (small and stable; the client side and the mock's transports use only th
   ``errors`` (`StackErrors`, the exception classes by kind), ``core()`` (httpcore or
   httpcore2, imported on first use), ``aiohttp_transport()`` (httpx-aiohttp's transport
   for this stack) and ``subclass(mixin, "SyncByteStream")`` (a class written once, made a
-  subclass of one of the stack's classes, per stack and once).
+  subclass of one of the stack's classes, or of a class given, per stack and once).
 * `get` (``get("httpx2")``): the stack of that name, imported on first use; httpx2 missing is
   an ImportError naming the ``httpx2`` extra.
 * `stack_of` (``stack_of(obj)``): the stack a client, transport, request, response, timeout
   or exception belongs to (an instance or a class), or None; one dict lookup per type.
 * `loaded`: the stacks imported so far, by anyone: httpx, and httpx2 once something
   imported it (one stack when ``httpx2.alias_httpx()`` made ``import httpx`` return httpx2).
-* `loaded_errors` and `failure_kind`: the exceptions of every loaded stack, looked up when
-  asked (a tuple built at import would miss httpx2, which may load later): what a timeout,
-  a lost connection, an undecodable body and a failed read are, whatever the stack.
+* `loaded_errors`, `read_failures` and `failure_kind`: the exceptions of every loaded stack,
+  looked up when asked (a tuple built at import would miss httpx2, which may load later):
+  what a timeout, a lost connection, an undecodable body and a failed read are, whatever the
+  stack. An ``except read_failures():`` clause calls it only when an exception arrives.
 * `DEFAULT_STACK`: the stack of the clients and pools aigateway makes itself when given none;
   the one place to switch it. `STACK_ENV` (``AIGATEWAY_HTTP_STACK``) overrides it for a
   process, read when a client is made (`own_stack`).
-* Type aliases for annotations, unions of both libraries' classes (``Request``,
-  ``Response``, ``Headers``, ``URL``, ``Timeout``, ``SyncHTTPClient``, ``AsyncHTTPClient``,
-  ``SyncTransport``, ``AsyncTransport``): import them under ``if TYPE_CHECKING:``, they do
-  not exist at run time.
+* Type aliases, unions of both libraries' classes (``Request``, ``Response``, ``Headers``,
+  ``URL``, ``Timeout``, ``SyncHTTPClient``, ``AsyncHTTPClient``, ``HTTPClient``,
+  ``SyncTransport``, ``AsyncTransport``), for annotations: at run time httpx2's half is a
+  forward reference, so using them imports no httpx2.
 """
 
 from __future__ import annotations
@@ -40,27 +41,29 @@ import os
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, Union
 
 import httpx
 
 from aigateway._optional import require
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     import httpx2
 
-    Request: TypeAlias = httpx.Request | httpx2.Request
-    Response: TypeAlias = httpx.Response | httpx2.Response
-    Headers: TypeAlias = httpx.Headers | httpx2.Headers
-    URL: TypeAlias = httpx.URL | httpx2.URL
-    Timeout: TypeAlias = httpx.Timeout | httpx2.Timeout
-    SyncHTTPClient: TypeAlias = httpx.Client | httpx2.Client
-    AsyncHTTPClient: TypeAlias = httpx.AsyncClient | httpx2.AsyncClient
-    HTTPClient: TypeAlias = SyncHTTPClient | AsyncHTTPClient
-    SyncTransport: TypeAlias = httpx.BaseTransport | httpx2.BaseTransport
-    AsyncTransport: TypeAlias = httpx.AsyncBaseTransport | httpx2.AsyncBaseTransport
+Request: TypeAlias = Union[httpx.Request, "httpx2.Request"]
+Response: TypeAlias = Union[httpx.Response, "httpx2.Response"]
+Headers: TypeAlias = Union[httpx.Headers, "httpx2.Headers"]
+URL: TypeAlias = Union[httpx.URL, "httpx2.URL"]
+Timeout: TypeAlias = Union[httpx.Timeout, "httpx2.Timeout"]
+SyncHTTPClient: TypeAlias = Union[httpx.Client, "httpx2.Client"]
+"""An ``httpx.Client`` or an ``httpx2.Client``."""
+AsyncHTTPClient: TypeAlias = Union[httpx.AsyncClient, "httpx2.AsyncClient"]
+"""An ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``."""
+HTTPClient: TypeAlias = Union[SyncHTTPClient, AsyncHTTPClient]
+SyncTransport: TypeAlias = Union[httpx.BaseTransport, "httpx2.BaseTransport"]
+"""An ``httpx.BaseTransport`` or an ``httpx2.BaseTransport``."""
+AsyncTransport: TypeAlias = Union[httpx.AsyncBaseTransport, "httpx2.AsyncBaseTransport"]
+"""An ``httpx.AsyncBaseTransport`` or an ``httpx2.AsyncBaseTransport``."""
 
 __all__ = [
     "DEFAULT_STACK",
@@ -73,6 +76,7 @@ __all__ = [
     "loaded",
     "loaded_errors",
     "own_stack",
+    "read_failures",
     "stack_of",
 ]
 
@@ -85,7 +89,7 @@ STACK_NAMES: Final = ("httpx", "httpx2")
 
 T = TypeVar("T")
 Failure = Literal["timeout", "connection", "decoding"]
-ExceptionTypes = tuple[type[BaseException], ...]
+ExceptionTypes = tuple[type[Exception], ...]
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class Stack:
     """Its connection pools' library: ``"httpcore"`` or ``"httpcore2"``."""
     aiohttp_module: str
     """The module of httpx-aiohttp's transport for this stack."""
-    _subclasses: dict[tuple[type, str], type] = field(default_factory=dict, repr=False)
+    _subclasses: dict[tuple[type, str | type], type] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of_module(cls, module: ModuleType) -> Stack:
@@ -178,15 +182,15 @@ class Stack:
         asyncio); an ImportError naming the extra when that version of it is missing."""
         return self._import(self.aiohttp_module, "the async client's pool").AiohttpTransport
 
-    def subclass(self, mixin: type[T], base: str) -> type[T]:
+    def subclass(self, mixin: type[T], base: str | type) -> type[T]:
         """``mixin`` made a subclass of this stack's class named ``base`` (``"SyncByteStream"``,
-        ``"BaseTransport"``, ...), made once per stack: what is written once for both stacks
-        (a body, a transport) but must be of the stack whose client uses it. The class's
-        ``stack`` attribute is this stack."""
+        ``"BaseTransport"``, ...) or of the class ``base`` (one built on this stack), made once
+        per stack: what is written once for both stacks (a body, a transport) but must be of
+        the stack whose client uses it. The class's ``stack`` attribute is this stack."""
         key = (mixin, base)
         made = self._subclasses.get(key)
         if made is None:
-            bases = (mixin, getattr(self.module, base))
+            bases = (mixin, getattr(self.module, base) if isinstance(base, str) else base)
             made = self._subclasses.setdefault(
                 key, type(mixin.__name__, bases, {"__module__": mixin.__module__, "stack": self})
             )
@@ -259,9 +263,9 @@ def stack_of(obj: object) -> Stack | None:
     return found
 
 
-_loaded: tuple[object, tuple[Stack, ...], StackErrors] | None = None
-"""What `loaded` found last: the httpx2 module it saw (None: not imported), the stacks and
-their joined errors."""
+_loaded: tuple[object, tuple[Stack, ...], StackErrors, ExceptionTypes] | None = None
+"""What `loaded` found last: the httpx2 module it saw (None: not imported), the stacks, their
+joined errors and `read_failures`."""
 
 
 def loaded() -> tuple[Stack, ...]:
@@ -275,7 +279,13 @@ def loaded_errors() -> StackErrors:
     return _current()[2]
 
 
-def _current() -> tuple[object, tuple[Stack, ...], StackErrors]:
+def read_failures() -> ExceptionTypes:
+    """What reading a reply's body may raise but our own errors, whatever its stack: a
+    stack's ``HTTPError`` or ``StreamError`` (a cut, a stall, a bad encoding), or `OSError`."""
+    return _current()[3]
+
+
+def _current() -> tuple[object, tuple[Stack, ...], StackErrors, ExceptionTypes]:
     global _loaded
     second = sys.modules.get("httpx2")
     if second is not None and not hasattr(second, "AsyncClient"):
@@ -287,7 +297,7 @@ def _current() -> tuple[object, tuple[Stack, ...], StackErrors]:
         errors = stacks[0].errors
         for stack in stacks[1:]:
             errors = errors + stack.errors
-        _loaded = (second, tuple(stacks), errors)
+        _loaded = (second, tuple(stacks), errors, (*errors.read, OSError))
     return _loaded
 
 

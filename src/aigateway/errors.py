@@ -4,6 +4,7 @@ Every exception derives from `AIGatewayError`, so one ``except`` catches them al
 
     AIGatewayError
     ├── ConfigurationError          bad client settings (missing key, malformed base URL); also a ValueError
+    │   └── HTTPClientTypeError     ``http_client=`` or ``transport=`` of no HTTP stack, or of the wrong kind; also a TypeError
     ├── InvalidRequestError         arguments rejected before anything was sent; also a ValueError
     ├── BudgetExceededError         the client's credit budget is spent; nothing was sent
     ├── SharedStateError            the shared state (``shared_state=``, e.g. Redis) failed; nothing was sent
@@ -47,8 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
-
+from aigateway._stacks import DEFAULT_STACK, get, loaded_errors, stack_of
 from aigateway.types.rate_limits import (
     UNIX_MILLISECONDS_FROM,
     UNIX_SECONDS_FROM,
@@ -57,6 +57,7 @@ from aigateway.types.rate_limits import (
 )
 
 if TYPE_CHECKING:
+    from aigateway._stacks import Headers, Request, Response
     from aigateway.types.chat import ChatCompletion
     from aigateway.types.error_body import ErrorBody
     from aigateway.types.fallbacks import FallbackInfo
@@ -72,6 +73,7 @@ __all__ = [
     "BadRequestError",
     "BudgetExceededError",
     "ConfigurationError",
+    "HTTPClientTypeError",
     "ConflictError",
     "IncompleteStreamError",
     "InsecureBaseURLWarning",
@@ -106,17 +108,27 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
-def body_text(response: httpx.Response) -> str:
+_TEXT_FAILURES = (LookupError, ValueError)
+"""What decoding a body by its charset may raise (an unknown charset, bytes not in it)."""
+
+
+def body_text(response: Response) -> str:
     """A reply's body as text, never raising: by its charset, else as UTF-8 with replacement
     characters (a charset Python does not know, bytes that are not in it); "" when unread."""
     try:
         return response.text
-    except (httpx.HTTPError, httpx.StreamError, LookupError, ValueError):
+    except loaded_errors().read + _TEXT_FAILURES:
         pass
     try:
         return response.content.decode("utf-8", "replace")
-    except httpx.StreamError:
+    except loaded_errors().read:
         return ""
+
+
+def _headers(headers: Mapping[str, str] | None) -> Headers:
+    """``headers`` as a header object (names case-insensitive), of their own HTTP stack when
+    they are one (a reply's), else of the default stack."""
+    return (stack_of(headers) or get(DEFAULT_STACK)).Headers(headers)
 
 
 class AIGatewayError(Exception):
@@ -145,6 +157,12 @@ class AIGatewayError(Exception):
 
 class ConfigurationError(AIGatewayError, ValueError):
     """The client was given settings it cannot work with (raised at construction)."""
+
+
+class HTTPClientTypeError(ConfigurationError, TypeError):
+    """``http_client=`` or ``transport=`` is not what the client takes: the message names
+    the types it accepts (an ``httpx.Client`` or an ``httpx2.Client`` for a `Client`, the
+    ``AsyncClient`` of either for an `AsyncClient`; their transports likewise)."""
 
 
 class BudgetExceededError(AIGatewayError):
@@ -224,10 +242,10 @@ class RecordedError(AIGatewayError):
 class APIError(AIGatewayError):
     """Something went wrong talking to the gateway."""
 
-    request: httpx.Request | None
+    request: Request | None
     fallback: FallbackInfo | None = None  # with ``fallback_models``: every model tried
 
-    def __init__(self, message: str, *, request: httpx.Request | None = None) -> None:
+    def __init__(self, message: str, *, request: Request | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.request = request
@@ -263,14 +281,14 @@ class APIResponseValidationError(APIError):
         body: bytes,
         status_code: int | None = None,
         headers: Mapping[str, str] | None = None,
-        request: httpx.Request | None = None,
+        request: Request | None = None,
     ) -> None:
         text = body.decode("utf-8", errors="replace")
         super().__init__(f"{message}; received: {snippet(text) or '(empty body)'}", request=request)
         self.body = body
         self.text = text
         self.status_code = status_code
-        self.headers = httpx.Headers(headers)
+        self.headers = _headers(headers)
 
 
 class StructuredOutputError(APIResponseValidationError):
@@ -313,14 +331,14 @@ class ResponseTooLargeError(APIError):
         received: int,
         status_code: int | None = None,
         headers: Mapping[str, str] | None = None,
-        request: httpx.Request | None = None,
+        request: Request | None = None,
     ) -> None:
         super().__init__(message, request=request)
         self.limit = limit
         self.limit_name = limit_name
         self.received = received
         self.status_code = status_code
-        self.headers = httpx.Headers(headers)
+        self.headers = _headers(headers)
 
 
 class IncompleteStreamError(APIError):
@@ -341,7 +359,7 @@ class IncompleteStreamError(APIError):
         chunks: Sequence[Any] = (),
         received: int | None = None,
         partial: Any = None,
-        request: httpx.Request | None = None,
+        request: Request | None = None,
     ) -> None:
         super().__init__(message, request=request)
         self.chunks = list(chunks)
@@ -368,13 +386,13 @@ class APIStatusError(APIError):
     ``X-RateLimit-*`` values, if sent).
     """
 
-    response: httpx.Response
+    response: Response
 
     def __init__(
         self,
         message: str,
         *,
-        response: httpx.Response,
+        response: Response,
         body: object | None,
         error_type: str | None = None,
         code: str | None = None,
@@ -384,7 +402,7 @@ class APIStatusError(APIError):
         super().__init__(message, request=response.request)
         self.response = response
         self.status_code = response.status_code
-        self.headers: httpx.Headers = response.headers
+        self.headers: Headers = response.headers
         self.request_id: str | None = response.headers.get("x-request-id")
         self.body = body
         self.text = body_text(response)

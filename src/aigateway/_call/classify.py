@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import httpx
-
+from aigateway._stacks import DEFAULT_STACK, failure_kind, get, stack_of
 from aigateway.errors import (
     APIConnectionError,
     APIError,
@@ -41,12 +40,16 @@ from aigateway.errors import (
     snippet,
 )
 
+if TYPE_CHECKING:
+    from aigateway._stacks import Request, Response
+
 T = TypeVar("T")
 
 __all__ = [
     "error_event",
     "looks_like_sse",
     "not_an_event_stream",
+    "other_loop_error",
     "parse_body",
     "read_json",
     "request_failed",
@@ -108,7 +111,7 @@ def _text_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
+def status_error(response: Response, attempts: int = 1) -> APIStatusError:
     """The typed error of a non-2xx reply whose body has been read: the class by status and
     error code, the message from the error body, else what arrived (a redirect names where
     it points; a non-JSON body shows its content type and first characters)."""
@@ -141,7 +144,7 @@ def status_error(response: httpx.Response, attempts: int = 1) -> APIStatusError:
 
 
 def error_event(
-    raw: bytes | str, request: httpx.Request, headers: Mapping[str, str] | None = None
+    raw: bytes | str, request: Request, headers: Mapping[str, str] | None = None
 ) -> APIStatusError | None:
     """The API error an ``{"error": {...}}`` object inside a stream stands for, or None when
     ``raw`` is not such an object. The status comes from ``error.status`` when the server sent
@@ -154,26 +157,29 @@ def error_event(
     if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
         status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
     content = raw.encode() if isinstance(raw, str) else raw
-    headers = httpx.Headers(headers)
-    headers.pop("content-encoding", None)  # the event is already decoded: no gzip to undo
-    response = httpx.Response(status, content=content, headers=headers, request=request)
+    stack = stack_of(request) or get(DEFAULT_STACK)
+    replied = stack.Headers(headers)
+    replied.pop("content-encoding", None)  # the event is already decoded: no gzip to undo
+    response = stack.Response(status, content=content, headers=replied, request=request)  # type: ignore[arg-type]
     return status_error(response)
 
 
-def request_failed(exc: Exception, request: httpx.Request) -> APIError:
+def request_failed(exc: Exception, request: Request) -> APIError:
     """Our error for an exception from sending a request or reading its reply: timeouts and
-    lost connections (retried) apart from a body that cannot be decoded and anything else."""
+    lost connections (retried) apart from a body that cannot be decoded and anything else,
+    whichever HTTP stack raised it."""
     if isinstance(exc, APIError):
         return exc
-    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+    kind = failure_kind(exc)
+    if kind == "timeout":
         error: APIError = APITimeoutError(
             f"{request.method} {request.url.path} timed out: {exc!r}", request=request
         )
-    elif isinstance(exc, httpx.TransportError | OSError):
+    elif kind == "connection":
         error = APIConnectionError(
             f"{request.method} {request.url.path} failed: {exc!r}", request=request
         )
-    elif isinstance(exc, httpx.DecodingError):
+    elif kind == "decoding":
         error = APIResponseValidationError(
             f"the reply to {request.method} {request.url.path} could not be decoded "
             f"as its Content-Encoding says ({exc})",
@@ -181,11 +187,11 @@ def request_failed(exc: Exception, request: httpx.Request) -> APIError:
             request=request,
         )
     elif isinstance(exc, RuntimeError) and _OTHER_LOOP.search(str(exc)):
+        error = other_loop_error(request, str(exc))
+    elif isinstance(exc, RuntimeError) and _CLOSED.search(str(exc)):
         error = APIError(
-            f"{request.method} {request.url.path} failed: the http client's connections belong "
-            f"to another event loop ({exc}); an httpx.AsyncClient cannot move between event "
-            "loops: make it inside the loop that uses it, or leave out http_client= (the "
-            "client's own pool is made per event loop)",
+            f"{request.method} {request.url.path} was not sent: the http client is closed "
+            "(a client used after close(), or an http_client= its owner closed)",
             request=request,
         )
     else:
@@ -198,17 +204,34 @@ _OTHER_LOOP = re.compile(
     r"Event loop is closed|bound to a different event loop|attached to a different loop"
 )
 """What asyncio raises when an object of one event loop is used from another (or after it)."""
+_CLOSED = re.compile(r"client has been closed")
+"""What httpx and httpx2 raise, before sending, for a request on a closed client."""
 
 
-def parse_body(parse: Callable[[bytes], T], response: httpx.Response) -> T:
-    """Apply ``parse`` to a reply's bytes; a reply of the wrong shape becomes a typed error."""
+def other_loop_error(request: Request, why: str) -> APIError:
+    """The error of a request through an ``http_client=`` given to an async client from an
+    event loop other than its connections' (``why``: what showed it)."""
+    return APIError(
+        f"{request.method} {request.url.path} failed: the http client's connections belong "
+        f"to another event loop ({why}); an async HTTP client cannot move between event "
+        "loops: make it inside the loop that uses it, or leave out http_client= (the "
+        "client's own pool is made per event loop)",
+        request=request,
+    )
+
+
+def parse_body(parse: Callable[[bytes], T], response: Response, body: bytes | None = None) -> T:
+    """Apply ``parse`` to a reply's bytes (``body``, read already, else its ``content``); a
+    reply of the wrong shape becomes a typed error."""
+    if body is None:
+        body = response.content
     try:
-        return parse(response.content)
+        return parse(body)
     except (ValueError, RecursionError) as exc:  # pydantic's errors are ValueErrors
         raise APIResponseValidationError(
             f"the reply to {response.request.method} {response.request.url.path} "
             f"is not of the expected shape ({_first_line(exc)})",
-            body=response.content,
+            body=body,
             status_code=response.status_code,
             headers=response.headers,
             request=response.request,
@@ -220,7 +243,7 @@ def _first_line(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in lines[:3]) if lines else type(exc).__name__
 
 
-def not_an_event_stream(response: httpx.Response, head: bytes) -> APIResponseValidationError:
+def not_an_event_stream(response: Response, head: bytes) -> APIResponseValidationError:
     """The error for a reply to a stream request that is not an event stream (an HTML page
     from a proxy, a JSON body): it shows the content type and the first bytes."""
     content_type = response.headers.get("content-type", "no content type")
@@ -237,7 +260,7 @@ def not_an_event_stream(response: httpx.Response, head: bytes) -> APIResponseVal
 _SSE_STARTS = (b"data:", b":", b"event:", b"id:", b"retry:", b"\n", b"\r", b"\xef\xbb\xbf")
 
 
-def looks_like_sse(response: httpx.Response, head: bytes) -> bool:
+def looks_like_sse(response: Response, head: bytes) -> bool:
     """Whether a reply to a stream request is an event stream: by its content type, or, when
     that is absent or wrong, by its first bytes (some servers label streams ``text/plain``)."""
     content_type = response.headers.get("content-type", "")

@@ -8,9 +8,10 @@ async drivers (`aigateway._pipeline.drivers`) perform them; nothing here does I/
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-import httpx
+if TYPE_CHECKING:
+    from aigateway._stacks import Request
 
 T = TypeVar("T")
 
@@ -31,12 +32,12 @@ Flow = Generator[Any, Any, T]
 
 
 class Send(NamedTuple):
-    """Send ``request``; answer the `httpx.Response`, its body unread (the flow reads it, in
+    """Send ``request``; answer the response, its body unread (the flow reads it, in
     bounded pieces, or hands it to a stream). With a ``timeout`` (the call's time left), the
     reply's head must come within it: an async driver gives up with `TimeoutError`, a sync
     one's own transport times out its reads and writes (`aigateway._http.sync_transport`)."""
 
-    request: httpx.Request
+    request: Request
     timeout: float | None = None
 
 

@@ -11,9 +11,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, NoReturn, Union
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from aigateway._call.timeouts import (
     TIME_LIMIT_RULE,
@@ -21,13 +19,25 @@ from aigateway._call.timeouts import (
     deprecated_stream_deadline,
     is_time_limit,
 )
+from aigateway._stacks import DEFAULT_STACK, STACK_ENV, Stack, get, own_stack, stack_of
 from aigateway.errors import ConfigurationError, InsecureBaseURLWarning
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from aigateway._stacks import URL, Timeout
+    from aigateway.types.chat_params import TimeoutLike
+
+    TimeoutTypes: TypeAlias = float | Timeout | None
+    """A request's timeout: seconds for all four limits, an ``httpx.Timeout`` or an
+    ``httpx2.Timeout`` (connect, read, write, pool), or None for none."""
 
 API_KEY_ENV: Final = "AIGATEWAY_API_KEY"
 BASE_URL_ENV: Final = "AIGATEWAY_BASE_URL"
 
-DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
-"""Ten minutes for a reply (long generations are slow), five seconds to connect."""
+DEFAULT_TIMEOUT: Final = get(DEFAULT_STACK).Timeout(600.0, connect=5.0)
+"""Ten minutes for a reply (long generations are slow), five seconds to connect (a client on
+another HTTP stack gets the same limits as its own ``Timeout``)."""
 DEFAULT_MAX_RETRIES: Final = 2
 DEFAULT_DEADLINE: Final = 600.0
 """Ten minutes for a whole plain call, its retries and waits included (streams have none)."""
@@ -44,8 +54,6 @@ class _Default:
 
 
 DEFAULT: Any = _Default()
-
-TimeoutTypes = Union[float, httpx.Timeout, None]
 
 
 def _refuse_pickling(what: str) -> NoReturn:
@@ -116,15 +124,17 @@ def checked_api_key(value: object) -> Secret:
     return Secret(key)
 
 
-def normalize_base_url(raw: str) -> httpx.URL:
-    """Check that ``raw`` is an http(s) URL ending in ``/v1`` and return it with a trailing slash.
+def normalize_base_url(raw: str, stack: Stack | None = None) -> URL:
+    """Check that ``raw`` is an http(s) URL ending in ``/v1`` and return it with a trailing slash,
+    as a URL of ``stack`` (the client's HTTP stack; the default one when not given).
 
     The trailing slash lets relative paths (``chat/completions``) join under ``/v1``.
     """
     text = raw.strip()
+    stack = stack or get(DEFAULT_STACK)
     try:
-        url = httpx.URL(text)
-    except (httpx.InvalidURL, TypeError) as exc:
+        url = stack.URL(text)
+    except (stack.module.InvalidURL, TypeError) as exc:
         raise ConfigurationError(f"base_url {raw!r} is not a valid URL: {exc}") from None
     if url.scheme not in ("http", "https") or not url.host:
         raise ConfigurationError(
@@ -140,7 +150,7 @@ def normalize_base_url(raw: str) -> httpx.URL:
     return url.copy_with(path=path + "/")
 
 
-def site_root(base_url: httpx.URL) -> httpx.URL:
+def site_root(base_url: URL) -> URL:
     """The base URL without its ``/v1/`` segment: where discovery files live."""
     return base_url.copy_with(path=base_url.path.rstrip("/")[: -len("/v1")] + "/")
 
@@ -149,7 +159,7 @@ _warned_hosts: set[str] = set()
 _LOCAL_SUFFIXES = (".localhost", ".test", ".invalid", ".example", ".local")
 
 
-def warn_if_plain_http(base_url: httpx.URL) -> None:
+def warn_if_plain_http(base_url: URL) -> None:
     """Warn once per host when the key would go over plain HTTP to a host that is not this
     machine (loopback, ``localhost``) nor a name reserved for tests and local networks."""
     host = base_url.host.lower()
@@ -226,11 +236,27 @@ def with_headers(headers: dict[str, str], over: Mapping[str, str]) -> dict[str, 
     return merged
 
 
-def coerce_timeout(timeout: TimeoutTypes) -> httpx.Timeout:
-    """A number means the same limit for connect, read, write and pool; None means no limit."""
-    if isinstance(timeout, httpx.Timeout):
+def coerce_timeout(timeout: TimeoutTypes | TimeoutLike, stack: Stack | None = None) -> Timeout:
+    """``timeout`` as a ``Timeout`` of ``stack`` (the default one when not given): a number
+    means the same limit for connect, read, write and pool, None no limit; a ``Timeout`` of
+    the other HTTP stack is rebuilt (one stack's objects break the other's clients)."""
+    stack = stack or get(DEFAULT_STACK)
+    if isinstance(timeout, stack.Timeout):
         return timeout
-    return httpx.Timeout(timeout)
+    if stack_of(timeout) is not None:  # the other stack's Timeout
+        return stack.Timeout(**timeout.as_dict())  # type: ignore[union-attr]
+    return stack.Timeout(timeout)  # type: ignore[arg-type]
+
+
+def chosen_stack() -> Stack:
+    """The HTTP stack of the pools a client makes itself (`aigateway._stacks.own_stack`:
+    ``AIGATEWAY_HTTP_STACK``, else httpx), read when the client is made."""
+    try:
+        return own_stack()
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    except ImportError as exc:
+        raise ConfigurationError(f"{STACK_ENV} asks for httpx2: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -238,8 +264,8 @@ class ClientConfig:
     """Everything a client needs to build requests; shared by `Client` and `AsyncClient`."""
 
     api_key: Secret
-    base_url: httpx.URL
-    timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    base_url: URL
+    timeout: Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
     max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: Mapping[str, str] = field(default_factory=dict)
     auto_idempotency_keys: bool = False
@@ -260,8 +286,8 @@ class ClientConfig:
         cls,
         *,
         api_key: str | None,
-        base_url: str | httpx.URL | None,
-        timeout: TimeoutTypes | httpx.Timeout,
+        base_url: str | URL | None,
+        timeout: TimeoutTypes,
         max_retries: int,
         default_headers: Mapping[str, str] | None,
         auto_idempotency_keys: bool = False,
@@ -270,8 +296,11 @@ class ClientConfig:
         stream_timeouts: StreamTimeouts | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        stack: Stack | None = None,
     ) -> ClientConfig:
-        """Merge arguments with the environment and check them; raise ConfigurationError."""
+        """Merge arguments with the environment and check them; raise ConfigurationError.
+        The base URL and timeout are made objects of ``stack``, the client's HTTP stack (the
+        default one when not given)."""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         if not key or (isinstance(key, str) and not key.strip()):
             raise ConfigurationError(
@@ -302,12 +331,12 @@ class ClientConfig:
             raise ConfigurationError(
                 f"max_response_bytes must be a number of bytes >= 1, got {max_response_bytes!r}"
             )
-        base = normalize_base_url(str(url))
+        base = normalize_base_url(str(url), stack)
         warn_if_plain_http(base)
         return cls(
             api_key=checked_api_key(key),
             base_url=base,
-            timeout=coerce_timeout(timeout),
+            timeout=coerce_timeout(timeout, stack),
             max_retries=max_retries,
             default_headers=dict(default_headers or {}),
             auto_idempotency_keys=bool(auto_idempotency_keys),

@@ -16,12 +16,14 @@ import warnings
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from aigateway._call.caller import caller_stacklevel
+from aigateway._stacks import failure_kind
 from aigateway.errors import APIError, APITimeoutError, InvalidRequestError, Violation
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Request, Timeout
 
 __all__ = [
     "CLIP_SLACK",
@@ -131,13 +133,13 @@ class Deadline:
 
     def ran_out(self, exc: BaseException) -> bool:
         """Whether ``exc``, a failure of the call, is this deadline running out: a timeout
-        (httpx's, lowered by `clip`, a driver's, or our error for one) with at most
+        (the HTTP stack's, lowered by `clip`, a driver's, or our error for one) with at most
         `CLIP_SLACK` left."""
-        timeout = isinstance(exc, httpx.TimeoutException | TimeoutError | APITimeoutError)
+        timeout = isinstance(exc, APITimeoutError) or failure_kind(exc) == "timeout"
         return timeout and self.left() <= CLIP_SLACK
 
     def clip(self, timeouts: dict[str, float | None]) -> dict[str, float | None]:
-        """A request's timeouts (httpx's ``extensions["timeout"]``) lowered to the time left,
+        """A request's timeouts (its ``extensions["timeout"]``) lowered to the time left,
         those longer than it by over `CLIP_SLACK`; ``timeouts`` itself when none is."""
         left = self.left()
         longest = left + CLIP_SLACK
@@ -152,7 +154,7 @@ class Deadline:
 
     def error(
         self,
-        request: httpx.Request,
+        request: Request,
         *,
         waiting: float | None = None,
         last: BaseException | None = None,
@@ -201,7 +203,7 @@ class StreamTimeouts:
             defaults.deadline,
         )
 
-    def read_timeout(self, timeout: httpx.Timeout) -> httpx.Timeout:
+    def read_timeout(self, timeout: Timeout) -> Timeout:
         """``timeout`` with its read timeout lowered to the longest silence these limits allow,
         so a server that sends nothing at all raises instead of hanging (the deadline lowers
         it further on each attempt: `Deadline.clip`)."""
@@ -210,7 +212,7 @@ class StreamTimeouts:
         read = min(limits) if limits else None
         if read == timeout.read:
             return timeout
-        return httpx.Timeout(
+        return type(timeout)(  # the same HTTP stack's
             connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool
         )
 

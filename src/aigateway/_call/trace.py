@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import httpx
+    from aigateway._stacks import Response
 
 __all__ = ["CallTrace", "StreamProgress"]
 
@@ -37,7 +37,7 @@ class StreamProgress(Protocol):
 class CallTrace(Protocol):
     """One call, as an observer follows it."""
 
-    def received(self, response: httpx.Response) -> None:
+    def received(self, response: Response) -> None:
         """A reply's head arrived (any status)."""
 
     def attempt_end(self, number: int, error: BaseException | None) -> None:

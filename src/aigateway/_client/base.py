@@ -9,7 +9,6 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-import httpx
 from typing_extensions import deprecated
 
 from aigateway._call.settings import (
@@ -19,10 +18,10 @@ from aigateway._call.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     ClientConfig,
-    TimeoutTypes,
     check_stream_timeouts,
     checked_api_key,
     chosen_deadlines,
+    chosen_stack,
     coerce_timeout,
 )
 from aigateway._call.timeouts import DEFAULT_STREAM_IDLE_TIMEOUT, StreamTimeouts
@@ -35,12 +34,24 @@ from aigateway._pipeline.ledger import UsageLedger
 from aigateway._pipeline.limits import LoopSlots, RateLimit, RateLimiter
 from aigateway._pipeline.retry import RetryPolicy
 from aigateway._pipeline.state import ClientState
-from aigateway.errors import ConfigurationError, RateLimitInfo
+from aigateway._stacks import (
+    DEFAULT_STACK,
+    STACK_NAMES,
+    URL,
+    AsyncTransport,
+    HTTPClient,
+    Stack,
+    SyncTransport,
+    get,
+    stack_of,
+)
+from aigateway.errors import ConfigurationError, HTTPClientTypeError, RateLimitInfo
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
     from typing_extensions import Self
 
+    from aigateway._call.settings import TimeoutTypes
     from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
     from aigateway._pipeline.state import SharedState
     from aigateway.integrations.redis.state import RedisState
@@ -78,8 +89,8 @@ if TYPE_CHECKING:
 __all__ = ["BaseClient", "LazyResource"]
 
 PipelineT = TypeVar("PipelineT", bound=Pipeline)
-HTTPClientT = TypeVar("HTTPClientT", bound=httpx.Client | httpx.AsyncClient)
-TransportT = TypeVar("TransportT", bound=httpx.BaseTransport | httpx.AsyncBaseTransport)
+HTTPClientT = TypeVar("HTTPClientT", bound=HTTPClient)
+TransportT = TypeVar("TransportT", bound=SyncTransport | AsyncTransport)
 ResourceT = TypeVar("ResourceT")
 AsyncResourceT = TypeVar("AsyncResourceT")
 UNCHANGED: Any = object()
@@ -122,15 +133,12 @@ class LazyResource(Generic[ResourceT, AsyncResourceT]):
 
 
 class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
-    """A client, sync or async by its driver (`SyncPipeline`, `AsyncPipeline`) and the httpx
-    client and transport it takes: one constructor, one set of resources and properties."""
+    """A client, sync or async by its driver (`SyncPipeline`, `AsyncPipeline`) and the http
+    client and transport it takes (of httpx or httpx2): one constructor, one set of resources
+    and properties."""
 
     _pipeline_type: type[PipelineT]
-    """The driver of the request path."""
-    _http_client_type: type[HTTPClientT]
-    """What ``http_client=`` must be."""
-    _own_http_client_type: type[HTTPClientT]
-    """The httpx client made when none is given (`aigateway._http.clients`)."""
+    """The driver of the request path (its ``asynchronous`` says which http clients it takes)."""
     _slots_type: Callable[[int], threading.BoundedSemaphore | LoopSlots]
     """The concurrency slots of ``max_concurrency``."""
     _pipeline: PipelineT
@@ -141,7 +149,7 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
         self,
         *,
         api_key: str | None = None,
-        base_url: str | httpx.URL | None = None,
+        base_url: str | URL | None = None,
         timeout: TimeoutTypes = DEFAULT_TIMEOUT,
         deadline: float | None = DEFAULT,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -168,17 +176,20 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
                 gateway's own host.
             base_url: The gateway's URL, ending in ``/v1``; ``AIGATEWAY_BASE_URL`` when not
                 given.
-            timeout: Seconds, or an `httpx.Timeout` (connect, read, write, pool), for every
-                request.
+            timeout: Seconds, or an ``httpx.Timeout`` or ``httpx2.Timeout`` (connect, read,
+                write, pool), for every request.
             deadline: Seconds a whole call may take: connecting, every attempt, every wait
                 between attempts and, for a stream, its whole life. By default 600 for a plain
                 call and none for a stream (its idle timeout applies); None for none at all.
             max_retries: Retries after a failed attempt (connection errors, 408, 409, 429, 5xx).
             default_headers: Headers sent with every request.
-            http_client: Your own `httpx.Client` (an `httpx.AsyncClient` for `AsyncClient`;
-                you close it); its settings are used as they are.
-            transport: An `httpx.BaseTransport` (an `httpx.AsyncBaseTransport` for
-                `AsyncClient`) to route requests elsewhere (a mock, a proxy).
+            http_client: Your own ``httpx.Client`` or ``httpx2.Client`` (their
+                ``AsyncClient`` for `AsyncClient`; you close it); its settings are used as
+                they are. Anything else is an `HTTPClientTypeError`, a closed one a
+                `ConfigurationError`, both raised here.
+            transport: An ``httpx.BaseTransport`` or ``httpx2.BaseTransport`` (their
+                ``AsyncBaseTransport`` for `AsyncClient`) to route requests elsewhere (a mock,
+                a proxy); the client's own http client is then of the transport's library.
             retry_policy: What is retried, the waits between attempts and their cap.
             auto_idempotency_keys: True: every POST gets a generated ``Idempotency-Key``, so
                 calls that act on the world are retried safely too.
@@ -206,6 +217,8 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
         plain_deadline, stream_deadline = chosen_deadlines(
             deadline, stream_deadline, unset=DEFAULT, plain=DEFAULT_DEADLINE, streams=None
         )
+        asynchronous = self._pipeline_type.asynchronous
+        stack = checked_stack(type(self).__name__, asynchronous, http_client, transport)
         config = ClientConfig.resolve(
             api_key=api_key,
             base_url=base_url,
@@ -220,6 +233,7 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
             ),
             deadline=plain_deadline,
             max_response_bytes=max_response_bytes,
+            stack=stack,
         )
         observer = None
         if tracing is not False:  # checked before the http client is made
@@ -233,29 +247,25 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
             )
         ledger = UsageLedger()
         credit_budget = None if max_credits is None else CreditBudget(max_credits, ledger)
-        wanted = self._http_client_type
-        if http_client is not None and not isinstance(http_client, wanted):
-            raise ConfigurationError(
-                f"http_client must be an {wanted.__module__}.{wanted.__name__} "
-                f"for {type(self).__name__}, got {type(http_client).__name__}"
-            )
-        if http_client is not None and transport is not None:
-            raise ConfigurationError("pass http_client or transport, not both")
         self._owns_http_client = http_client is None
-        if http_client is None:
-            http_client = self._own_http_client_type(
-                timeout=config.timeout,
-                transport=transport,  # type: ignore[arg-type]
-            )
+        from aigateway._http.clients import own_http_client
+
+        client: HTTPClient = http_client or own_http_client(
+            stack, timeout=config.timeout, asynchronous=asynchronous, transport=transport
+        )
         configure_from_env()
         state = new_state(config, ledger, shared_state=shared_state, rate_limit=rate_limit)
         if config.max_concurrency is not None:
             state.slots = self._slots_type(config.max_concurrency)
         self._pipeline = self._pipeline_type(
-            config, http_client, state, retry_policy or RetryPolicy(), transport
+            config, client, state, retry_policy or RetryPolicy(), transport
         )
         self._pipeline.credit_budget = credit_budget
         self._pipeline.observer = observer
+        if asynchronous and not self._owns_http_client:  # its connections: of one event loop
+            from aigateway._http.loops import FirstLoop
+
+            self._pipeline.loop_guard = FirstLoop()
 
     chat: LazyResource[Chat, AsyncChat] = LazyResource(
         "chat", "Chat", "Chat completions: ``client.chat.completions.create(...)``."
@@ -327,7 +337,7 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
         return self._pipeline.config
 
     @property
-    def base_url(self) -> httpx.URL:
+    def base_url(self) -> URL:
         """The gateway's base URL (ending in ``/v1``) that every path is joined to."""
         return self.config.base_url
 
@@ -396,7 +406,7 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
             api_key: Another key: the copy has its own credits, rate-limit values, limiter
                 and usage ledger (``usage``), and shares only the connections and the
                 concurrency limit. Checked as at construction.
-            timeout: Seconds, or an `httpx.Timeout`, for every request.
+            timeout: Seconds, or an ``httpx.Timeout`` or ``httpx2.Timeout``, for every request.
             max_retries: Retries after a failed attempt.
             default_headers: Headers sent with every request (replacing the client's).
             retry_policy: What is retried and how long to wait.
@@ -447,7 +457,8 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
         config = self.config
         changes: dict[str, object] = {}
         if timeout is not UNCHANGED:
-            changes["timeout"] = coerce_timeout(timeout)  # type: ignore[arg-type]
+            stack = stack_of(self._pipeline.http_client) or get(DEFAULT_STACK)
+            changes["timeout"] = coerce_timeout(timeout, stack)  # type: ignore[arg-type]
         if max_retries is not UNCHANGED:
             if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
                 raise ConfigurationError(
@@ -485,6 +496,7 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
             credit_budget,
         )
         twin._pipeline.observer = pipeline.observer  # tracing stays on (or off)
+        twin._pipeline.loop_guard = pipeline.loop_guard
         twin._owns_http_client = False  # the original closes the shared pool
         return twin
 
@@ -517,6 +529,51 @@ class BaseClient(Generic[PipelineT, HTTPClientT, TransportT]):
                 stacklevel=2,
                 source=self,
             )
+
+
+def checked_stack(client: str, asynchronous: bool, http_client: object, transport: object) -> Stack:
+    """The HTTP stack of a client (``client``: its class's name): that of the ``http_client``
+    or ``transport`` given, else the one of its own pools (`chosen_stack`). Raises, before
+    anything is sent, `HTTPClientTypeError` for an object of neither stack or of the other
+    kind (sync where async is needed, and the reverse), and `ConfigurationError` for both at
+    once or an http client already closed."""
+    if http_client is not None and transport is not None:
+        raise ConfigurationError("pass http_client or transport, not both")
+    given, what = (
+        (http_client, "http_client") if http_client is not None else (transport, "transport")
+    )
+    if given is None:
+        return chosen_stack()
+    names = ("AsyncClient", "AsyncBaseTransport") if asynchronous else ("Client", "BaseTransport")
+    name = names[0] if what == "http_client" else names[1]
+    stack = stack_of(given)
+    if stack is None or not isinstance(given, getattr(stack.module, name)):
+        other = (
+            ("Client", "BaseTransport") if asynchronous else ("AsyncClient", "AsyncBaseTransport")
+        )
+        hint = ""
+        if stack is not None and isinstance(given, getattr(stack.module, other[names.index(name)])):
+            kind, twin = ("a sync", "Client") if asynchronous else ("an async", "AsyncClient")
+            hint = f" ({kind} one: pass it to aigateway.{twin})"
+        raise HTTPClientTypeError(
+            f"{what} must be an httpx.{name} or an httpx2.{name} for {client}, "
+            f"got {_type_name(given)}{hint}"
+        )
+    if what == "http_client" and getattr(given, "is_closed", False):
+        raise ConfigurationError(
+            f"http_client is closed: {client} sends its requests through it, so pass one "
+            "that is open (and close it yourself once the client is done), or leave out "
+            "http_client= for the client's own"
+        )
+    return stack
+
+
+def _type_name(value: object) -> str:
+    """``value``'s type as users write it: ``httpx.AsyncClient``, ``requests.Session``."""
+    cls = type(value)
+    root = cls.__module__.partition(".")[0]
+    module = root if root in STACK_NAMES else cls.__module__
+    return f"{module}.{cls.__qualname__}"
 
 
 def check_shared(shared_state: object, rate_limit: object) -> None:

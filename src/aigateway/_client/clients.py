@@ -1,5 +1,5 @@
-"""`Client` and `AsyncClient`: the driver, the httpx client and the transport each takes, and
-closing.
+"""`Client` and `AsyncClient`: the driver, the http client and the transport each takes (of
+httpx or httpx2), and closing.
 
 Everything else (the constructor and its settings, what the client remembers, repr,
 ``with_options``, the resources) is `BaseClient`'s (``aigateway._client.base``), written once.
@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import threading
 
-import httpx
-
 from aigateway._client.base import BaseClient
 from aigateway._closing import AsyncClosing, Closing
-from aigateway._http.clients import AsyncHTTPClient, HTTPClient
 from aigateway._pipeline.drivers import AsyncPipeline, SyncPipeline
 from aigateway._pipeline.limits import LoopSlots
+from aigateway._stacks import AsyncHTTPClient, AsyncTransport, SyncHTTPClient, SyncTransport
 
 __all__ = ["AsyncClient", "Client"]
 
 
-class Client(BaseClient[SyncPipeline, httpx.Client, httpx.BaseTransport], Closing):
+class Client(BaseClient[SyncPipeline, SyncHTTPClient, SyncTransport], Closing):
     """The synchronous client: ``Client(api_key=..., base_url=...)``, then
     ``client.chat.completions.create(...)``. Use it in a ``with`` block or call ``close()``.
 
     ``api_key`` and ``base_url`` fall back to ``AIGATEWAY_API_KEY`` and ``AIGATEWAY_BASE_URL``;
-    ``base_url`` ends in ``/v1``. Pass ``http_client`` to use your own `httpx.Client`
-    (you then close it yourself), or ``transport`` to route requests elsewhere (a mock, a proxy).
+    ``base_url`` ends in ``/v1``. Pass ``http_client`` to use your own ``httpx.Client`` or
+    ``httpx2.Client`` (you then close it yourself), or ``transport`` to route requests
+    elsewhere (a mock, a proxy).
 
     Reliability (see the Reliability page of the docs): ``max_retries`` and ``retry_policy``
     (what is retried, the waits, the cap); ``auto_idempotency_keys=True`` gives every POST a
@@ -38,7 +37,8 @@ class Client(BaseClient[SyncPipeline, httpx.Client, httpx.BaseTransport], Closin
     getting a 429; ``max_concurrency`` bounds the requests in flight; ``max_credits`` refuses
     calls once that many credits are spent (``client.usage`` says what was).
 
-    Timeouts: ``timeout`` (seconds, or an `httpx.Timeout` for connect, read, write and pool)
+    Timeouts: ``timeout`` (seconds, or an ``httpx.Timeout`` or ``httpx2.Timeout`` for connect,
+    read, write and pool)
     for every request; ``deadline`` for a whole call, its retries and waits included (600 s
     for a plain call; none for a stream unless set, for the whole stream); for streams and
     sockets also ``stream_first_event_timeout`` (from the request to the first chunk; a
@@ -47,8 +47,6 @@ class Client(BaseClient[SyncPipeline, httpx.Client, httpx.BaseTransport], Closin
     """
 
     _pipeline_type = SyncPipeline
-    _http_client_type = httpx.Client
-    _own_http_client_type = HTTPClient
     _slots_type = threading.BoundedSemaphore
 
     def download(self, url: str) -> bytes:
@@ -65,22 +63,19 @@ class Client(BaseClient[SyncPipeline, httpx.Client, httpx.BaseTransport], Closin
         self._closed = True
 
 
-class AsyncClient(
-    BaseClient[AsyncPipeline, httpx.AsyncClient, httpx.AsyncBaseTransport], AsyncClosing
-):
+class AsyncClient(BaseClient[AsyncPipeline, AsyncHTTPClient, AsyncTransport], AsyncClosing):
     """The asynchronous client: ``AsyncClient(api_key=..., base_url=...)``, then
     ``await client.chat.completions.create(...)``. Use it in ``async with`` or ``await close()``.
 
     One client serves many concurrent calls over one connection pool; keep it for the life of
-    the application. Settings are those of `Client`; ``http_client`` is an `httpx.AsyncClient`.
+    the application. Settings are those of `Client`; ``http_client`` is an
+    ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``, made in the event loop that uses it.
     ``max_concurrency`` bounds the requests in flight across all tasks (the plans cap
     concurrent requests; a stream is in flight until it is closed). Its own pool is aiohttp's
     on asyncio (much faster under many concurrent requests) and httpx's on trio.
     """
 
     _pipeline_type = AsyncPipeline
-    _http_client_type = httpx.AsyncClient
-    _own_http_client_type = AsyncHTTPClient
     _slots_type = LoopSlots
 
     async def download(self, url: str) -> bytes:

@@ -3,48 +3,70 @@ request: aiohttp's on asyncio (several times httpx's throughput under many concu
 where httpx's pool scans every connection for every queued request), httpx's own on trio or
 when aiohttp is missing. Made late because a client may be made outside any event loop, and
 one per loop because a connection belongs to the loop that opened it: a module-level client
-used by successive ``asyncio.run`` calls gets a pool in each, closed when its loop ends."""
+used by successive ``asyncio.run`` calls gets a pool in each, closed when its loop ends.
+
+Each class here is written once and made one of each HTTP stack's (httpx, httpx2) when a
+client on that stack needs it (`aigateway._stacks.Stack.subclass`): on asyncio, httpx-aiohttp's
+transport for that stack (``httpx_aiohttp.httpx2`` for httpx2, from httpx-aiohttp 0.2), else
+the stack's own pool."""
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import AsyncIterator
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from aigateway._call.settings import SecretText
 from aigateway._http.loops import PerLoop, close_at_loop_end, current_loop, is_asyncio, start
+from aigateway._stacks import DEFAULT_STACK, get, stack_of
 
-__all__ = ["AutoTransport", "backend_for"]
+if TYPE_CHECKING:
+    from aigateway._stacks import AsyncTransport, Request, Response, Stack
+
+__all__ = ["AutoTransport", "auto_transport", "backend_for"]
 
 ASYNCIO_BACKEND: str | None = None
 """``"httpx"`` or ``"aiohttp"`` to skip the choice on asyncio (the test suite runs on each)."""
 
 
-HTTPX_POOL_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+HTTPX_POOL_LIMITS: dict[str, Any] = {"max_connections": 1000, "max_keepalive_connections": 100}
 """httpx's pool's limits here (the openai package's): with httpx's own (100 connections), a
 request that waits for a connection is queued in a pool that rescans every connection for
 every waiting request, and throughput collapses past a few hundred requests in flight (at
 1,024: 28 requests per second, 154 with these)."""
 
 
-def backend_for(library: str) -> str:
-    """The pool a client uses under the async ``library`` (``"asyncio"``, ``"trio"``)."""
+def backend_for(library: str, stack: Stack | None = None) -> str:
+    """The pool a client on ``stack`` (httpx by default) uses under the async ``library``
+    (``"asyncio"``, ``"trio"``): ``"aiohttp"`` or ``"httpx"`` (the stack's own, httpx2's on
+    httpx2, also when httpx-aiohttp has no transport for the stack)."""
     if library != "asyncio":
         return "httpx"
     if ASYNCIO_BACKEND is not None:
         return ASYNCIO_BACKEND
-    return "aiohttp" if importlib.util.find_spec("httpx_aiohttp") is not None else "httpx"
+    module = "httpx_aiohttp" if stack is None or stack.name == "httpx" else stack.aiohttp_module
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ImportError:  # a package of the name missing
+        found = False
+    return "aiohttp" if found else "httpx"
 
 
-class AutoTransport(httpx.AsyncBaseTransport):
-    """Builds a pool with httpx's settings (verify, cert, trust_env, limits, proxy) at the first
-    request in each event loop, once the running async library is known.
+def auto_transport(stack: Stack) -> type[AutoTransport]:
+    """`AutoTransport` as a transport of ``stack`` (a subclass of its ``AsyncBaseTransport``)."""
+    return stack.subclass(AutoTransport, "AsyncBaseTransport")
+
+
+class AutoTransport:
+    """Builds a pool with its stack's settings (verify, cert, trust_env, limits, proxy) at the
+    first request in each event loop, once the running async library is known (made per stack
+    by `auto_transport`, whose class sets `stack`).
 
     A pool is closed by its loop's end (`close_at_loop_end`) or by ``aclose()``, and never
     used from another loop: each loop finds its own (one identity check per request while
     the loop is the last one used)."""
+
+    stack: Stack
 
     def __init__(self, *args: Any, **options: Any) -> None:
         self._args = args
@@ -54,22 +76,26 @@ class AutoTransport(httpx.AsyncBaseTransport):
         self._pools: PerLoop[_LoopPool] = PerLoop(self._open)
 
     @property
-    def pool(self) -> httpx.AsyncBaseTransport | None:
+    def pool(self) -> AsyncTransport | None:
         """The pool of the loop of the last request (None before any, or after ``aclose()``)."""
         last = self._pools.last
         return None if last is None else last.pool
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._pools.get().pool.handle_async_request(request)
+    async def handle_async_request(self, request: Request) -> Response:
+        return await self._pools.get().pool.handle_async_request(request)  # type: ignore[arg-type]
 
     def _open(self, loop: object) -> _LoopPool:
-        self.backend = backend_for("asyncio" if is_asyncio(loop) else "trio")
-        pool: httpx.AsyncBaseTransport
+        stack = self.stack
+        self.backend = backend_for("asyncio" if is_asyncio(loop) else "trio", stack)
+        pool: Any
         if self.backend == "aiohttp":
-            pool = _aiohttp_transport(*self._args, **self._options)
+            pool_type = stack.subclass(_AiohttpPool, stack.aiohttp_transport())
+            pool = pool_type(*self._args, **self._options)
         else:
-            options = {**self._options, "limits": HTTPX_POOL_LIMITS}
-            pool = _HttpxPool(*self._args, **options)
+            limits = stack.module.Limits(**HTTPX_POOL_LIMITS)
+            pool = stack.subclass(_HttpxPool, "AsyncHTTPTransport")(
+                *self._args, **{**self._options, "limits": limits}
+            )
         return _LoopPool(pool, self._pools, loop)
 
     async def aclose(self) -> None:
@@ -85,9 +111,7 @@ class _LoopPool:
 
     __slots__ = ("keeper", "pool")
 
-    def __init__(
-        self, pool: httpx.AsyncBaseTransport, pools: PerLoop[_LoopPool], loop: object
-    ) -> None:
+    def __init__(self, pool: AsyncTransport, pools: PerLoop[_LoopPool], loop: object) -> None:
         self.pool = pool
 
         async def close() -> None:
@@ -98,19 +122,28 @@ class _LoopPool:
         start(self.keeper)
 
 
-class _HttpxPool(httpx.AsyncHTTPTransport):
-    """httpx's pool, sending a request's body from an iterator object: httpx's own is an async
-    generator, which a send cancelled mid-write leaves suspended for the garbage collector
-    (and trio warns of each)."""
+class _HttpxPool:
+    """The stack's pool (``AsyncHTTPTransport``, made its subclass per stack), sending a
+    request's body from an iterator object: the stack's own is an async generator, which a
+    send cancelled mid-write leaves suspended for the garbage collector (and trio warns of
+    each)."""
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if type(request.stream) is httpx.ByteStream:
-            request.stream = _Content(request.content)
-        return await super().handle_async_request(request)
+    stack: Stack
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self._bytes_type = self.stack.module.ByteStream
+        self._content_type = self.stack.subclass(_Content, "AsyncByteStream")
+
+    async def handle_async_request(self, request: Any) -> Any:
+        if type(request.stream) is self._bytes_type:
+            request.stream = self._content_type(request.content)
+        return await super().handle_async_request(request)  # type: ignore[misc]
 
 
-class _Content(httpx.AsyncByteStream):
-    """A request body of bytes, read once per attempt."""
+class _Content:
+    """A request body of bytes, read once per attempt (an ``AsyncByteStream`` of the
+    stack)."""
 
     def __init__(self, content: bytes) -> None:
         self._content = content
@@ -137,43 +170,49 @@ class _Once:
         return item
 
 
-def _aiohttp_transport(*args: Any, **options: Any) -> httpx.AsyncBaseTransport:
-    from httpx_aiohttp import AiohttpTransport
+class _AiohttpPool:
+    """httpx-aiohttp's transport for the stack (made its subclass per stack) with aiohttp's
+    errors mapped as the stack's own pool raises them: a dropped connection is a connection
+    error, not a connect timeout."""
 
-    class AiohttpPool(AiohttpTransport):
-        """httpx-aiohttp's transport with aiohttp's errors mapped as httpx's pool raises
-        them: a dropped connection is a connection error, not a connect timeout."""
+    stack: Stack
 
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            request.headers = CredentialHeaders(request.headers)
-            try:
-                response = await super().handle_async_request(request)
-            except Exception as exc:
-                raise _as_httpx_error(exc, request) from exc
-            assert isinstance(response.stream, httpx.AsyncByteStream)
-            response.stream = _Body(response.stream, request)
-            return response
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self._headers_type: Any = self.stack.subclass(CredentialHeaders, "Headers")
+        self._body_type = self.stack.subclass(_Body, "AsyncByteStream")
 
-    return AiohttpPool(*args, **options)
+    async def handle_async_request(self, request: Any) -> Any:
+        request.headers = self._headers_type(request.headers)
+        try:
+            response = await super().handle_async_request(request)  # type: ignore[misc]
+        except Exception as exc:
+            raise _as_httpx_error(exc, request) from exc
+        response.stream = self._body_type(response.stream, request)
+        return response
 
 
-class CredentialHeaders(httpx.Headers):
+class CredentialHeaders:
     """A request's headers as aiohttp reads them (``items()``), the credentials as
     `SecretText`: aiohttp copies them into plain strings of its own, and a traceback rendered
-    with locals after a failed request would show the key in its frames."""
+    with locals after a failed request would show the key in its frames (the stack's
+    ``Headers``, made its subclass per stack)."""
 
     def items(self) -> Any:
         return [
             (name, SecretText(value) if name in _CREDENTIALS else value)
-            for name, value in super().items()
+            for name, value in super().items()  # type: ignore[misc]
         ]
 
 
 _CREDENTIALS = frozenset({"authorization", "proxy-authorization"})
 
 
-class _Body(httpx.AsyncByteStream):
-    def __init__(self, stream: httpx.AsyncByteStream, request: httpx.Request) -> None:
+class _Body:
+    """A reply's body from aiohttp, with the stack's errors (an ``AsyncByteStream`` of the
+    stack)."""
+
+    def __init__(self, stream: Any, request: Request) -> None:
         self._stream = stream
         self._request = request
 
@@ -191,35 +230,36 @@ class _Body(httpx.AsyncByteStream):
             raise _as_httpx_error(exc, self._request, reading=True) from exc
 
 
-def _as_httpx_error(exc: Exception, request: httpx.Request, *, reading: bool = False) -> Exception:
-    """The httpx error httpx's own pool raises for what aiohttp raised (``exc`` or its cause)."""
+def _as_httpx_error(exc: Exception, request: Request, *, reading: bool = False) -> Exception:
+    """The error the stack's own pool raises for what aiohttp raised (``exc`` or its cause),
+    of the request's stack (httpx's or httpx2's)."""
     import asyncio
     import ssl
 
     import aiohttp
 
-    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ else exc
+    module: Any = (stack_of(request) or get(DEFAULT_STACK)).module
+    cause = exc.__cause__ if isinstance(exc, module.HTTPError) and exc.__cause__ else exc
     if not isinstance(cause, aiohttp.ClientError | asyncio.TimeoutError | OSError | ssl.SSLError):
-        return exc  # httpx's own errors, and anything that is no I/O failure, pass as they are
+        return exc  # the stack's own errors, and anything that is no I/O failure, pass as they are
     message = str(cause) or type(cause).__name__
-    error: httpx.TransportError
     if isinstance(cause, aiohttp.ConnectionTimeoutError):
-        error = httpx.ConnectTimeout(message)
+        error = module.ConnectTimeout(message)
     elif isinstance(cause, aiohttp.SocketTimeoutError):
-        error = httpx.ReadTimeout(message)
+        error = module.ReadTimeout(message)
     elif isinstance(cause, asyncio.TimeoutError):
-        error = httpx.ReadTimeout(message) if reading else httpx.ConnectTimeout(message)
+        error = module.ReadTimeout(message) if reading else module.ConnectTimeout(message)
     elif isinstance(cause, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
-        error = httpx.ProxyError(message)
+        error = module.ProxyError(message)
     elif isinstance(cause, aiohttp.ClientConnectorError | ssl.SSLError):
-        error = httpx.ConnectError(message)
+        error = module.ConnectError(message)
     elif isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
-        error = httpx.RemoteProtocolError(message)
+        error = module.RemoteProtocolError(message)
     elif isinstance(cause, aiohttp.ClientResponseError):
-        error = httpx.RemoteProtocolError(message)
+        error = module.RemoteProtocolError(message)
     elif reading:
-        error = httpx.ReadError(message)
+        error = module.ReadError(message)
     else:
-        error = httpx.ConnectError(message)
+        error = module.ConnectError(message)
     error.request = request
-    return error
+    return error  # type: ignore[no-any-return]

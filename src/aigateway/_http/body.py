@@ -18,14 +18,17 @@ only (`accept_encoding`); any other value is passed through undecoded, as httpx 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
+from aigateway._stacks import DEFAULT_STACK, get, stack_of
 from aigateway.errors import ResponseTooLargeError
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Headers, Response
 
 __all__ = [
     "DEFAULT_MAX_DOWNLOAD_BYTES",
@@ -38,8 +41,8 @@ __all__ = [
     "content_decoder",
     "decoded_body",
     "declared_too_large",
-    "keep_body",
     "too_large",
+    "with_body",
 ]
 
 DEFAULT_MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024
@@ -71,10 +74,12 @@ def accept_encoding() -> str:
 
 
 class _Inflate:
-    """``gzip`` (``wbits`` 31) or zlib-wrapped ``deflate`` (15), a piece at a time."""
+    """``gzip`` (``wbits`` 31) or zlib-wrapped ``deflate`` (15), a piece at a time; bytes
+    that are not of the encoding raise ``error`` (the reply's HTTP stack's DecodingError)."""
 
-    def __init__(self, wbits: int) -> None:
+    def __init__(self, wbits: int, error: type[Exception]) -> None:
         self._zlib = zlib.decompressobj(wbits)
+        self._error = error
 
     def decode(self, data: bytes) -> Iterator[bytes]:
         """The pieces ``data`` decompresses to, each made when it is asked for."""
@@ -89,13 +94,13 @@ class _Inflate:
                     return
                 piece = decompressor.decompress(decompressor.unconsumed_tail, PIECE_SIZE)
         except zlib.error as exc:
-            raise httpx.DecodingError(str(exc)) from exc
+            raise self._error(str(exc)) from exc
 
     def flush(self) -> Iterator[bytes]:
         try:
             rest = self._zlib.flush()
         except zlib.error as exc:  # pragma: no cover - zlib's flush does not check the data
-            raise httpx.DecodingError(str(exc)) from exc
+            raise self._error(str(exc)) from exc
         if rest:
             yield rest
 
@@ -104,8 +109,8 @@ class _Deflate(_Inflate):
     """``deflate``: zlib-wrapped as the standard says, or raw as some servers send it (its
     first two bytes tell, a zlib header or not)."""
 
-    def __init__(self) -> None:
-        super().__init__(zlib.MAX_WBITS)
+    def __init__(self, error: type[Exception]) -> None:
+        super().__init__(zlib.MAX_WBITS, error)
         self._head: bytes | None = b""
         """The body's first bytes until there are two (None once the kind is known)."""
 
@@ -126,9 +131,10 @@ class _Deflate(_Inflate):
 class _Brotli:
     """``br``, a piece at a time (``output_buffer_limit``)."""
 
-    def __init__(self, brotli: Any) -> None:
+    def __init__(self, brotli: Any, error: type[Exception]) -> None:
         self._brotli = brotli
         self._decompressor = brotli.Decompressor()
+        self._error = error
 
     def decode(self, data: bytes) -> Iterator[bytes]:
         decompressor = self._decompressor
@@ -142,7 +148,7 @@ class _Brotli:
                     return
                 piece = decompressor.process(b"", output_buffer_limit=PIECE_SIZE)
         except self._brotli.error as exc:
-            raise httpx.DecodingError(str(exc)) from exc
+            raise self._error(str(exc)) from exc
 
     def flush(self) -> Iterator[bytes]:
         return iter(())
@@ -178,27 +184,29 @@ def _then_flush(decoder: Any, pieces: Iterator[bytes]) -> Iterator[bytes]:
     yield from decoder.flush()
 
 
-def _decoder_for(encoding: str) -> Any:
+def _decoder_for(encoding: str, error: type[Exception]) -> Any:
     if encoding == "gzip":
-        return _Inflate(zlib.MAX_WBITS | 16)
+        return _Inflate(zlib.MAX_WBITS | 16, error)
     if encoding == "deflate":
-        return _Deflate()
+        return _Deflate(error)
     if encoding == "br":
         brotli = _bounded_brotli()
-        return None if brotli is None else _Brotli(brotli)
+        return None if brotli is None else _Brotli(brotli, error)
     return None  # identity, or an encoding not asked for: the bytes as they came
 
 
-def content_decoder(headers: httpx.Headers) -> Any:
+def content_decoder(headers: Headers) -> Any:
     """The decoder of a reply's ``Content-Encoding`` (``decode(data)`` and ``flush()``, each
-    giving pieces of at most about `PIECE_SIZE` bytes); None when there is nothing to undo."""
+    giving pieces of at most about `PIECE_SIZE` bytes, raising the DecodingError of the
+    reply's HTTP stack); None when there is nothing to undo."""
     value = headers.get("content-encoding")
     if value is None:
         return None
+    error = (stack_of(headers) or get(DEFAULT_STACK)).module.DecodingError
     decoders = [
         decoder
         for encoding in reversed(value.lower().split(","))
-        if (decoder := _decoder_for(encoding.strip())) is not None
+        if (decoder := _decoder_for(encoding.strip(), error)) is not None
     ]
     if not decoders:
         return None
@@ -274,7 +282,7 @@ class AsyncDecodedBody(_PieceSource):
         await finish(raw)  # httpx's inner generators ended too, not left to the collector
 
 
-def decoded_body(response: httpx.Response) -> Iterator[bytes]:
+def decoded_body(response: Response) -> Iterator[bytes]:
     """A reply's body in decoded pieces: its raw reads when there is nothing to decode (one
     layer less on every read of a stream), the body itself when it was read already."""
     if response.is_stream_consumed:
@@ -284,7 +292,7 @@ def decoded_body(response: httpx.Response) -> Iterator[bytes]:
     return raw if decoder is None else DecodedBody(raw, decoder)
 
 
-def adecoded_body(response: httpx.Response) -> AsyncIterator[bytes]:
+def adecoded_body(response: Response) -> AsyncIterator[bytes]:
     """`decoded_body` for an async reply."""
     if response.is_stream_consumed:
         return response.aiter_bytes()
@@ -294,7 +302,7 @@ def adecoded_body(response: httpx.Response) -> AsyncIterator[bytes]:
 
 
 def too_large(
-    response: httpx.Response,
+    response: Response,
     limit: int,
     limit_name: str,
     received: int,
@@ -320,7 +328,7 @@ def too_large(
 
 
 def declared_too_large(
-    response: httpx.Response, limit: int, limit_name: str
+    response: Response, limit: int, limit_name: str
 ) -> ResponseTooLargeError | None:
     """The error for a reply whose ``Content-Length`` alone says it is over ``limit`` (when
     it is not compressed), before any of its body is read; else None."""
@@ -332,9 +340,25 @@ def declared_too_large(
     return too_large(response, limit, limit_name, 0, declared=length)
 
 
-def keep_body(response: httpx.Response, content: bytes) -> None:
-    """Make ``content`` the body ``response.content`` (and ``.text``, ``.json()``) gives.
-
-    httpx's own ``read()`` keeps a body read this way; it has no public setter, and the body
-    was read here, in bounded pieces, rather than by ``read()``."""
-    response._content = content
+def with_body(response: Response, content: bytes) -> Response:
+    """``response`` whose ``content`` (``.text``, ``.json()``) is ``content``, its body as the
+    request path read it, in bounded pieces: made anew, with the same status, headers,
+    request, extensions, history and time taken, from the HTTP stack's public API (neither
+    stack lets a body read another way be set on a response). Made only for a reply that
+    reaches the caller (an error's ``response``, a raw response's ``http_response``): it costs
+    about as much as the rest of a call's own work, which a plain call is spared."""
+    stack = stack_of(response) or get(DEFAULT_STACK)
+    undecoded = [(n, v) for n, v in response.headers.raw if n.lower() != b"content-encoding"]
+    rebuilt = stack.Response(
+        response.status_code,
+        headers=undecoded,
+        content=content,  # decoded already: the encoding is left out, or it would be undone again
+        request=response.request,  # type: ignore[arg-type]
+        extensions=response.extensions,
+        history=response.history,  # type: ignore[arg-type]
+        default_encoding=response.default_encoding,  # type: ignore[arg-type]
+    )
+    rebuilt.headers = response.headers
+    with contextlib.suppress(RuntimeError):  # not set when the reply was not closed
+        rebuilt.elapsed = response.elapsed
+    return rebuilt

@@ -28,9 +28,8 @@ from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
-
     from aigateway._http.loops import PerLoop
+    from aigateway._stacks import Response
 
 __all__ = [
     "AsyncLease",
@@ -133,7 +132,7 @@ class Lease:
 
     def __init__(
         self,
-        response: httpx.Response,
+        response: Response,
         leases: OpenLeases | None,
         on_close: Callable[[], object] | None = None,
         body: Any = None,
@@ -206,7 +205,7 @@ class AsyncLease(Lease):
 
     def __init__(
         self,
-        response: httpx.Response,
+        response: Response,
         leases: OpenLeases | None,
         on_close: Callable[[], object] | None = None,
         body: Any = None,
@@ -269,7 +268,7 @@ def _running_loop() -> object:
     return current_loop()
 
 
-def close_reply(response: httpx.Response, body: Any = None) -> None:
+def close_reply(response: Response, body: Any = None) -> None:
     """Close a reply and the iterator reading its body (its connection goes back to the pool,
     or is closed if the body was not read to its end)."""
     close = getattr(body, "close", None)
@@ -278,7 +277,7 @@ def close_reply(response: httpx.Response, body: Any = None) -> None:
     response.close()
 
 
-async def aclose_reply(response: httpx.Response, body: Any = None) -> None:
+async def aclose_reply(response: Response, body: Any = None) -> None:
     """`close_reply` for an async reply, shielded from cancellation: the reply first, then the
     body iterator ended (`finish`)."""
     import anyio

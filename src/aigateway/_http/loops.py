@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 import anyio
 
 __all__ = [
+    "FirstLoop",
     "PerLoop",
     "close_at_loop_end",
     "current_loop",
@@ -91,6 +92,27 @@ def _start_task(loop: asyncio.AbstractEventLoop, async_fn: Callable[[], Awaitabl
     task: asyncio.Task[object] = loop.create_task(async_fn())  # type: ignore[arg-type]
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
+
+
+class FirstLoop:
+    """The event loop an ``http_client=`` given to an `AsyncClient` is first used in (by the
+    client and its copies): its connections belong to that loop, and a client given cannot
+    be remade for another, so a request from another loop is refused before it is sent."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop: object | None = None
+
+    def other(self) -> object | None:
+        """None when the running loop is the first one (remembered at the first call), else
+        that first loop."""
+        loop = current_loop()
+        first = self.loop
+        if first is None:
+            self.loop = loop
+            return None
+        return None if first is loop else first
 
 
 class PerLoop(Generic[T]):

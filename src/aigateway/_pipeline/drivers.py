@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-import httpx
-
 from aigateway._call.call import APICall
+from aigateway._call.classify import other_loop_error
 from aigateway._call.commands import Acquire, Close, Next, Send, Sleep, Write
 from aigateway._call.timeouts import SEND_ENDS_AT
 from aigateway._http.body import adecoded_body, decoded_body
@@ -25,6 +24,7 @@ from aigateway._pipeline.response import AsyncStreamedResponse, StreamedResponse
 if TYPE_CHECKING:
     import os
 
+    from aigateway._stacks import AsyncHTTPClient, SyncHTTPClient
     from aigateway.types.chat_params import RequestOptions
 
 __all__ = ["AsyncPipeline", "SyncPipeline", "fetch_call"]
@@ -33,7 +33,7 @@ __all__ = ["AsyncPipeline", "SyncPipeline", "fetch_call"]
 class SyncPipeline(Pipeline):
     """The blocking driver, over an `httpx.Client`."""
 
-    http_client: httpx.Client
+    http_client: SyncHTTPClient
     body_pieces = staticmethod(decoded_body)
     streamed_response_type = StreamedResponse
 
@@ -122,7 +122,7 @@ class SyncPipeline(Pipeline):
 class AsyncPipeline(Pipeline):
     """The async driver (asyncio and trio), over an `httpx.AsyncClient`."""
 
-    http_client: httpx.AsyncClient
+    http_client: AsyncHTTPClient
     asynchronous = True
     body_pieces = staticmethod(adecoded_body)
     streamed_response_type = AsyncStreamedResponse
@@ -175,6 +175,8 @@ class AsyncPipeline(Pipeline):
     async def _perform(self, command: Any) -> Any:
         kind = type(command)
         if kind is Send:
+            if self.loop_guard is not None and self.loop_guard.other() is not None:
+                raise other_loop_error(command.request, "the http client was first used there")
             if command.timeout is None:
                 return await self.http_client.send(command.request, stream=True)
             import anyio

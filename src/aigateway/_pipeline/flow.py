@@ -25,8 +25,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from aigateway._call.call import APICall
 from aigateway._call.classify import (
     looks_like_sse,
@@ -52,8 +50,8 @@ from aigateway._http.body import (
     DEFAULT_MAX_DOWNLOAD_BYTES,
     WRITE_SIZE,
     declared_too_large,
-    keep_body,
     too_large,
+    with_body,
 )
 from aigateway._logging import logger
 from aigateway._pipeline.credit_budget import CreditBudget
@@ -68,6 +66,8 @@ from aigateway.errors import APIError, RateLimitInfo
 from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
 
 if TYPE_CHECKING:
+    from aigateway._http.loops import FirstLoop
+    from aigateway._stacks import AsyncTransport, HTTPClient, Request, Response, SyncTransport
     from aigateway._streams.chunks import ChunkDecoder
 
 __all__ = ["Pipeline"]
@@ -81,10 +81,10 @@ class Pipeline:
     def __init__(
         self,
         config: ClientConfig,
-        http_client: httpx.Client | httpx.AsyncClient,
+        http_client: HTTPClient,
         state: ClientState,
         retry: RetryPolicy,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        transport: SyncTransport | AsyncTransport | None = None,
         credit_budget: CreditBudget | None = None,
     ) -> None:
         self.config = config
@@ -98,10 +98,13 @@ class Pipeline:
         """The opt-in credit budget of this client object (``max_credits``), or None."""
         self.observer: CallObserver | None = None
         """Follows every call (``Client(tracing=...)``), or None: then it costs one check."""
+        self.loop_guard: FirstLoop | None = None
+        """For an ``http_client=`` given to an async client: the event loop its connections
+        belong to (a request from another is refused before it is sent)."""
 
     # Building the request
 
-    def build_request(self, call: APICall[Any]) -> httpx.Request:
+    def build_request(self, call: APICall[Any]) -> Request:
         """The httpx request for a call: URL, headers, body, timeout."""
         timeout = None
         if call.stream:
@@ -240,7 +243,7 @@ class Pipeline:
                 retries.failed(error)
 
     @staticmethod
-    def _raise_if_out_of_time(error: APIError, deadline: Deadline, request: httpx.Request) -> None:
+    def _raise_if_out_of_time(error: APIError, deadline: Deadline, request: Request) -> None:
         """End the call when an attempt's failure is its deadline running out (its own error,
         or a timeout with no time left to try again)."""
         if is_deadline_error(error):
@@ -253,7 +256,7 @@ class Pipeline:
         self,
         deadline: Deadline | None,
         seconds: float,
-        request: httpx.Request,
+        request: Request,
         attempts: int,
     ) -> None:
         """Raise the deadline's error when a wait of ``seconds`` before sending would pass it."""
@@ -264,7 +267,7 @@ class Pipeline:
         self,
         exchange: Callable[..., Flow[Any]],
         call: APICall[Any],
-        request: httpx.Request,
+        request: Request,
         attempts: int,
         deadline: Deadline | None,
     ) -> Flow[Any]:
@@ -305,7 +308,7 @@ class Pipeline:
 
     @staticmethod
     def _take_slot(
-        slots: Any, deadline: Deadline | None, request: httpx.Request, attempts: int
+        slots: Any, deadline: Deadline | None, request: Request, attempts: int
     ) -> Flow[None]:
         """Take a concurrency slot, waiting for one at most until the deadline."""
         try:
@@ -318,7 +321,7 @@ class Pipeline:
     def _exchange(
         self,
         call: APICall[Any],
-        request: httpx.Request,
+        request: Request,
         attempts: int,
         slot: Slot,
         deadline: Deadline | None,
@@ -331,16 +334,16 @@ class Pipeline:
             response = yield Send(request, None if deadline is None else max(deadline.left(), 0.0))
         except Exception as exc:
             raise self.failed(request, exc, attempts) from exc
-        size = 0
+        size, body = 0, b""
         if not (call.stream or call.streamed) or not response.is_success:
-            size = yield from self._read_body(call, request, response, attempts, deadline)
+            size, body = yield from self._read_body(call, request, response, attempts, deadline)
         rate_limit = self.received(request, response, attempts)
         if call.trace is not None:
             call.trace.received(response)
         if rate_limit is not None and self.state.shared is not None:
             yield from self.state.shared.observe(rate_limit, self.retry.now())
         if not response.is_success:
-            raise status_error(response, attempts)
+            raise status_error(with_body(response, body), attempts)
         if call.streamed:
             return self.streamed_response(call, response, attempts, slot.take(), deadline)
         if call.stream:
@@ -354,32 +357,41 @@ class Pipeline:
                     call, request, response, decoder, usage, attempts, slot, deadline
                 )
             )
-        parsed = size if call.save_to is not None else parse_body(call.parse, response)
+        if call.save_to is not None:
+            parsed: Any = size
+        else:
+            parsed = parse_body(call.parse, response, body)
         self.state.observe(response, parsed)
         self.state.ledger.record_reply(parsed)
         if rate_limit is not None:
             learn = getattr(type(parsed), "_learn", None)  # a reply model (`ReplyMixin`)
             if learn is not None:
                 learn(parsed, "rate_limit", rate_limit)
-        return RawResponse(response, attempts, parsed) if call.raw else parsed
+        if not call.raw:
+            return parsed
+        if call.save_to is None:
+            response = with_body(response, body)
+        return RawResponse(response, attempts, parsed)
 
     def _read_body(
         self,
         call: APICall[Any],
-        request: httpx.Request,
-        response: httpx.Response,
+        request: Request,
+        response: Response,
         attempts: int,
         deadline: Deadline | None,
-    ) -> Flow[int]:
-        """Read a reply's whole body, the one place a body is read to its end; return its size.
+    ) -> Flow[tuple[int, bytes]]:
+        """Read a reply's whole body, the one place a body is read to its end; return its size
+        and, unless it was written to a file, the body.
 
         The body comes in decoded pieces of bounded size (`aigateway._http.body`), counted as they
         arrive: past the limit (the client's ``max_response_bytes``; a download's ``max_bytes``
         for its 2xx body) the connection is closed, never read to its end, and
         `ResponseTooLargeError` raised. The deadline is checked between pieces too: a server
         sending a byte at a time restarts the read timeout on every byte, not the deadline. A
-        body kept in memory becomes ``response.content``; a download's is written to its file
-        as it arrives."""
+        download's body is written to its file as it arrives; a body kept in memory is
+        returned, parsed from these bytes, and becomes the ``content`` of a reply only when
+        one reaches the caller (`with_body`)."""
         if deadline is not None:
             clip_timeouts(request, deadline)  # the body's reads start with the time left now
         save_to = call.save_to if response.is_success else None
@@ -422,14 +434,14 @@ class Pipeline:
             yield Close(response, body)
             raise
         if save_to is None:
-            keep_body(response, b"".join(pieces))
-        return size
+            return size, b"".join(pieces)
+        return size, b""
 
     def _open_stream(
         self,
         call: APICall[Any],
-        request: httpx.Request,
-        response: httpx.Response,
+        request: Request,
+        response: Response,
         decoder: ChunkDecoder[Any],
         usage: StreamUsage,
         attempts: int,
@@ -494,9 +506,7 @@ class Pipeline:
             logger.debug("rate limit window spent: waiting %.2f s for its reset", wait)
         return wait
 
-    def received(
-        self, request: httpx.Request, response: httpx.Response, attempts: int
-    ) -> RateLimitInfo | None:
+    def received(self, request: Request, response: Response, attempts: int) -> RateLimitInfo | None:
         """Book-keeping for every reply: rate-limit values (returned) and the DEBUG line."""
         rate_limit = self.state.observe_headers(response, self.retry.now)
         if logger.isEnabledFor(logging.DEBUG):
@@ -510,7 +520,7 @@ class Pipeline:
             )
         return rate_limit
 
-    def failed(self, request: httpx.Request, exc: Exception, attempts: int) -> APIError:
+    def failed(self, request: Request, exc: Exception, attempts: int) -> APIError:
         """The error (and DEBUG line) for an attempt that got no usable reply."""
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
@@ -524,7 +534,7 @@ class Pipeline:
 
     # What differs between sync and async results
 
-    body_pieces: Callable[[httpx.Response], Any]
+    body_pieces: Callable[[Response], Any]
     """A reply's body as an (async) iterator of decoded pieces (`aigateway._http.body`): made
     here, not by a command, since making it does no I/O (one yield less per reply)."""
     streamed_response_type: type[Any]
@@ -537,7 +547,7 @@ class Pipeline:
     def streamed_response(
         self,
         call: APICall[Any],
-        response: httpx.Response,
+        response: Response,
         attempts: int,
         on_close: Callable[[], object] | None,
         deadline: Deadline | None,
@@ -555,12 +565,12 @@ class Pipeline:
 
     def _stream_over(
         self, call: APICall[Any], deadline: Deadline | None
-    ) -> Callable[[httpx.Response], Any] | None:
+    ) -> Callable[[Response], Any] | None:
         """For ``with_streaming_response`` on a streamed call: the typed stream over a reply."""
         if not call.stream:
             return None
 
-        def open_stream(response: httpx.Response) -> Any:
+        def open_stream(response: Response) -> Any:
             from aigateway._streams.chunks import ChunkDecoder
 
             timer = self.stream_timeouts(call).timer(self.retry.monotonic, deadline)
@@ -572,7 +582,7 @@ class Pipeline:
         return open_stream
 
 
-def clip_timeouts(request: httpx.Request, deadline: Deadline) -> None:
+def clip_timeouts(request: Request, deadline: Deadline) -> None:
     """Lower a request's timeouts to the time its call has left (httpx reads them when it
     connects, sends, and starts reading the reply and its body)."""
     timeouts = request.extensions.get("timeout")

@@ -1,6 +1,7 @@
-"""The httpx request of one attempt of a call: URL, headers, body and timeout.
+"""The HTTP request of one attempt of a call: URL, headers, body and timeout.
 
-The request is made with ``httpx.Request`` from headers merged here, in one pass: the http
+The request is made with the ``Request`` class of the http client's stack (httpx or httpx2:
+one stack's objects break the other's clients) from headers merged here, in one pass: the http
 client's own headers, less those the call sets, then the call's. That is what the http
 client's ``build_request`` does, without its copy of the client's headers and a removal per
 overridden name on every request (about a third of the cost of building one). An http
@@ -10,17 +11,18 @@ client with cookies or query parameters of its own is left to merge them itself.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from aigateway._call.call import encode_json
 from aigateway._call.settings import ClientConfig, SecretText, coerce_timeout, with_headers
 from aigateway._http.body import accept_encoding
+from aigateway._stacks import DEFAULT_STACK, get, stack_of
 from aigateway._version import __version__
 
 if TYPE_CHECKING:
     from aigateway._call.call import APICall
+    from aigateway._stacks import URL, Headers, HTTPClient, Request, Timeout
 
 __all__ = ["RequestBuilder", "client_headers", "new_idempotency_key"]
 
@@ -50,13 +52,17 @@ def new_idempotency_key() -> str:
 class RequestBuilder:
     """Builds the requests of one client object (its config on its http client)."""
 
-    def __init__(self, config: ClientConfig, http_client: httpx.Client | httpx.AsyncClient):
+    def __init__(self, config: ClientConfig, http_client: HTTPClient):
         self.config = config
         self.http_client = http_client
         self._headers = client_headers(config)
-        self._urls: dict[str, tuple[httpx.URL, bool]] = {}
+        self._urls: dict[str, tuple[URL, bool]] = {}
+        self._stack = stack = stack_of(http_client) or get(DEFAULT_STACK)
+        self._request_type: Callable[..., Request] = stack.Request
+        base = config.base_url
+        self._base_url = base if isinstance(base, stack.URL) else stack.URL(str(base))
 
-    def build(self, call: APICall[Any], timeout: httpx.Timeout | None = None) -> httpx.Request:
+    def build(self, call: APICall[Any], timeout: Timeout | None = None) -> Request:
         """The request for ``call``; ``timeout`` replaces the call's (a stream's read limit)."""
         options = call.options
         headers: dict[str, str] = dict(self._headers)
@@ -81,12 +87,13 @@ class RequestBuilder:
             headers.pop("Authorization", None)  # the key goes to the gateway only
         if timeout is None:
             timeout = self.timeout_of(call)
-        http = self.http_client
+        http: Any = self.http_client  # its stack's URL and Timeout, as the client's own are
         if http.cookies or http.params:
-            return http.build_request(
+            request: Request = http.build_request(
                 call.method, url, headers=headers, content=body, timeout=timeout
             )
-        return httpx.Request(
+            return request
+        return self._request_type(
             call.method,
             url,
             headers=_merge(http.headers, headers),
@@ -94,20 +101,20 @@ class RequestBuilder:
             extensions={"timeout": timeout.as_dict()},
         )
 
-    def timeout_of(self, call: APICall[Any]) -> httpx.Timeout:
+    def timeout_of(self, call: APICall[Any]) -> Timeout:
         """The call's ``timeout=`` option, or the client's."""
         options = call.options
         if "timeout" in options:
-            return coerce_timeout(options["timeout"])
+            return coerce_timeout(options["timeout"], self._stack)
         return self.config.timeout
 
-    def _url_for(self, path: str) -> tuple[httpx.URL, bool]:
+    def _url_for(self, path: str) -> tuple[URL, bool]:
         """The absolute URL of a path and whether it is on the gateway's origin; the common
         paths are remembered, since joining URLs is the costliest step of building a request."""
         known = self._urls.get(path)
         if known is None:
-            url = self.config.base_url.join(path)
-            base = self.config.base_url
+            base = self._base_url
+            url = base.join(path)
             same_origin = (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
             known = (url, same_origin)
             if len(self._urls) < _URL_CACHE_SIZE:
@@ -115,9 +122,9 @@ class RequestBuilder:
         return known
 
 
-def _merge(defaults: httpx.Headers, headers: dict[str, str]) -> list[tuple[Any, Any]]:
+def _merge(defaults: Headers, headers: dict[str, str]) -> list[tuple[Any, Any]]:
     """The http client's headers, less every one the call sets (whatever its case), then the
-    call's: as ``httpx.Headers.update`` merges them, the client's kept as they were given."""
+    call's: as ``Headers.update`` merges them, the client's kept as they were given."""
     overridden = {name.lower().encode("latin-1") for name in headers}
     merged: list[tuple[Any, Any]] = [
         (name, value) for name, value in defaults.raw if name.lower() not in overridden

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aigateway._call.classify import parse_body, request_failed
 from aigateway._closing import AsyncClosing, Closing
 from aigateway._http.leases import AsyncLease, OpenLeases, SyncLease
+from aigateway._stacks import read_failures
 from aigateway.errors import RateLimitInfo
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Headers, Request, Response
 
 T = TypeVar("T")
 
@@ -22,14 +24,14 @@ __all__ = ["AsyncStreamedResponse", "RawResponse", "StreamedResponse"]
 class _ReplyInfo:
     """Status, headers, request id and rate limits of ``http_response``."""
 
-    http_response: httpx.Response
+    http_response: Response
 
     @property
     def status_code(self) -> int:
         return self.http_response.status_code
 
     @property
-    def headers(self) -> httpx.Headers:
+    def headers(self) -> Headers:
         return self.http_response.headers
 
     @property
@@ -48,7 +50,7 @@ class RawResponse(_ReplyInfo, Generic[T]):
     """The HTTP reply behind a result: status, headers, how many attempts it took, and the
     parsed object (``parse()``)."""
 
-    http_response: httpx.Response
+    http_response: Response
     attempts: int
     _parsed: T
 
@@ -75,11 +77,11 @@ class _UnreadReply(_ReplyInfo):
 
     def __init__(
         self,
-        http_response: httpx.Response,
+        http_response: Response,
         attempts: int,
         parse: Callable[[bytes], Any],
         on_close: Callable[[], object] | None,
-        open_stream: Callable[[httpx.Response], Any] | None = None,
+        open_stream: Callable[[Response], Any] | None = None,
         *,
         leases: OpenLeases | None = None,
     ) -> None:
@@ -101,9 +103,6 @@ class _UnreadReply(_ReplyInfo):
         return request_failed(exc, self.http_response.request)
 
 
-_READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
-
-
 class _Reading(Generic[T]):
     """A body iterator whose read failures become our errors. An iterator object, not a
     generator: dropped unfinished, it leaves nothing for the garbage collector to run (the
@@ -111,7 +110,7 @@ class _Reading(Generic[T]):
 
     __slots__ = ("_iterator", "_request")
 
-    def __init__(self, iterator: Iterator[T], request: httpx.Request) -> None:
+    def __init__(self, iterator: Iterator[T], request: Request) -> None:
         self._iterator = iterator
         self._request = request
 
@@ -121,7 +120,7 @@ class _Reading(Generic[T]):
     def __next__(self) -> T:
         try:
             return next(self._iterator)
-        except _READ_FAILURES as exc:
+        except read_failures() as exc:
             raise request_failed(exc, self._request) from exc
 
 
@@ -130,7 +129,7 @@ class _AsyncReading(Generic[T]):
 
     __slots__ = ("_iterator", "_request")
 
-    def __init__(self, iterator: AsyncIterator[T], request: httpx.Request) -> None:
+    def __init__(self, iterator: AsyncIterator[T], request: Request) -> None:
         self._iterator = iterator
         self._request = request
 
@@ -140,7 +139,7 @@ class _AsyncReading(Generic[T]):
     async def __anext__(self) -> T:
         try:
             return await anext(self._iterator)
-        except _READ_FAILURES as exc:
+        except read_failures() as exc:
             raise request_failed(exc, self._request) from exc
 
 
@@ -156,7 +155,7 @@ class StreamedResponse(_UnreadReply, Closing):
     def read(self) -> bytes:
         try:
             return self.http_response.read()
-        except _READ_FAILURES as exc:
+        except read_failures() as exc:
             raise self._failed(exc) from exc
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
@@ -191,7 +190,7 @@ class AsyncStreamedResponse(_UnreadReply, AsyncClosing):
     async def read(self) -> bytes:
         try:
             return await self.http_response.aread()
-        except _READ_FAILURES as exc:
+        except read_failures() as exc:
             raise self._failed(exc) from exc
 
     def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:

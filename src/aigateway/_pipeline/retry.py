@@ -49,13 +49,13 @@ from aigateway.errors import APIError, APIStatusError, ConfigurationError
 from aigateway.types.rate_limits import server_wait
 
 if TYPE_CHECKING:
-    import httpx
     from tenacity.retry import RetryBaseT
     from tenacity.stop import StopBaseT
     from tenacity.wait import WaitBaseT
 
     from aigateway._call.timeouts import Deadline
     from aigateway._pipeline.retry_strategies import CallRetries
+    from aigateway._stacks import Request
 
 E = TypeVar("E", bound=APIError)
 
@@ -148,7 +148,7 @@ class RetryPolicy:
         max_retries: int,
         first_error: APIError,
         deadline: Deadline | None,
-        request: httpx.Request,
+        request: Request,
     ) -> CallRetries:
         """The retries of a call whose first attempt failed with ``first_error``, on
         tenacity's state machine under this policy's strategies; the flow asks it for each

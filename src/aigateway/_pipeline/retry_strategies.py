@@ -37,11 +37,11 @@ from aigateway._pipeline.retry import RETRY_STATUSES, asked_wait, set_attempts
 from aigateway.errors import APIConnectionError, APIError, APIStatusError, InsufficientCreditsError
 
 if TYPE_CHECKING:
-    import httpx
     from tenacity.wait import WaitBaseT
 
     from aigateway._call.timeouts import Deadline
     from aigateway._pipeline.retry import RetryPolicy
+    from aigateway._stacks import Request
 
 __all__ = [
     "CallRetries",
@@ -185,7 +185,7 @@ class CallRetries:
         max_retries: int,
         first_error: APIError,
         deadline: Deadline | None,
-        request: httpx.Request,
+        request: Request,
     ) -> None:
         self.policy = policy
         self.deadline = deadline

@@ -16,12 +16,11 @@ from aigateway._pipeline.limits import LoopSlots, RateLimiter
 from aigateway.errors import LowBalanceWarning, RateLimitInfo
 
 if TYPE_CHECKING:
-    import httpx
-
     from aigateway._call.call import APICall
     from aigateway._call.commands import Flow
     from aigateway._pipeline.credit_budget import CreditBudget
     from aigateway._pipeline.flow import Pipeline
+    from aigateway._stacks import Response
 
 __all__ = ["ClientState", "SharedState"]
 
@@ -76,7 +75,7 @@ class ClientState:
     leases: OpenLeases = field(default_factory=OpenLeases)
     """The streams and unread replies handed out and not released yet (`aigateway._http.leases`)."""
 
-    def observe(self, response: httpx.Response, parsed: object) -> None:
+    def observe(self, response: Response, parsed: object) -> None:
         """Remember the credits of a reply (or stream chunk); warn once of a low balance."""
         credits = getattr(parsed, "remaining_credits", None)
         if credits is not None:
@@ -92,9 +91,7 @@ class ClientState:
                     stacklevel=caller_stacklevel(),
                 )
 
-    def observe_headers(
-        self, response: httpx.Response, now: Callable[[], float]
-    ) -> RateLimitInfo | None:
+    def observe_headers(self, response: Response, now: Callable[[], float]) -> RateLimitInfo | None:
         """Remember the ``X-RateLimit-*`` values of any reply, success or error, and return
         them (``now``: the clock a reset given as a delay is counted from)."""
         rate_limit = RateLimitInfo.from_headers(response.headers)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from aigateway._call.classify import error_event, read_json, request_failed
 from aigateway._call.timeouts import StreamTimer
+from aigateway._stacks import failure_kind
 from aigateway._streams.sse import (
     DEFAULT_MAX_EVENT_SIZE,
     ServerSentEvent,
@@ -34,6 +33,9 @@ from aigateway.errors import (
     StreamConnectionError,
     StreamTimeoutError,
 )
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Response
 
 __all__ = ["DONE", "DONE_OBJECT", "TAIL", "ChunkDecoder"]
 
@@ -66,7 +68,7 @@ class ChunkDecoder(Generic[T]):
     def __init__(
         self,
         parse: Callable[[bytes], T],
-        response: httpx.Response,
+        response: Response,
         *,
         timer: StreamTimer | None = None,
     ) -> None:
@@ -79,7 +81,7 @@ class ChunkDecoder(Generic[T]):
         self.size = 0
         """Bytes fed so far (decompressed): what a stream over its event limit had received."""
         self.tail: deque[T] = deque(maxlen=TAIL)
-        self.on_last: Callable[[httpx.Response, object], None] | None = None
+        self.on_last: Callable[[Response, object], None] | None = None
         """Called with the last chunk `next_chunk` gives of the events fed so far (the stream
         notes the reply's credits with it)."""
         self.waiting: deque[ServerSentEvent | bytes] = deque()
@@ -223,9 +225,10 @@ class ChunkDecoder(Generic[T]):
     def transport_failure(self, exc: Exception) -> APIError:
         """The error for a read that failed mid-stream: a read timeout is a stall, a lost
         connection a cut, a body that cannot be decoded a reply of the wrong shape."""
-        if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        kind = failure_kind(exc)
+        if kind == "timeout":
             error: APIError = self.stalled(exc)
-        elif isinstance(exc, httpx.TransportError | OSError):
+        elif kind == "connection":
             why = f"the connection was cut mid-stream ({exc!r})"
             error = self.incomplete(why, StreamConnectionError)
         else:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, MutableMapping
-from typing import Any, NamedTuple
-
-import httpx
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aigateway._call.settings import SecretText
 from aigateway._optional import require
+from aigateway._stacks import DEFAULT_STACK, Stack, get, stack_of
 from aigateway.errors import APIError
+
+if TYPE_CHECKING:
+    from aigateway._stacks import URL, Request, Response
 
 __all__ = [
     "AUTH_SUBPROTOCOL",
@@ -57,13 +59,13 @@ _MAX_FRAME = 1_048_576 + 1024
 """The largest frame accepted: one event of at most 1 MiB, as for server-sent events."""
 
 
-def websocket_url(url: httpx.URL) -> str:
+def websocket_url(url: URL) -> str:
     """``http(s)://host/.../v1/stream`` as ``ws(s)://host/.../v1/stream``."""
     scheme = "wss" if url.scheme == "https" else "ws"
     return str(url.copy_with(scheme=scheme))
 
 
-def handshake(request: httpx.Request) -> tuple[list[str], dict[str, str]]:
+def handshake(request: Request) -> tuple[list[str], dict[str, str]]:
     """The subprotocols and headers of the opening handshake for a built request: the key as
     the subprotocol pair when it is a valid token, else as an ``Authorization`` header."""
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
@@ -77,7 +79,7 @@ def handshake(request: httpx.Request) -> tuple[list[str], dict[str, str]]:
 
 
 def connect_options(
-    request: httpx.Request, subprotocols: list[str], headers: dict[str, str]
+    request: Request, subprotocols: list[str], headers: dict[str, str]
 ) -> dict[str, Any]:
     """The ``websockets`` client's options for a socket opened for ``request``: its
     subprotocols and headers (`handshake`), user agent and connect timeout, the frame limit,
@@ -146,7 +148,7 @@ class Connect(NamedTuple):
         return await client.connect(self.url, **self.options)
 
 
-def require_asyncio(request: httpx.Request) -> None:
+def require_asyncio(request: Request) -> None:
     """Refuse, before anything is sent, an async socket on an event loop other than asyncio:
     the ``websockets`` library's async client runs on asyncio only."""
     import sniffio
@@ -162,26 +164,30 @@ def require_asyncio(request: httpx.Request) -> None:
         )
 
 
-def handshake_reply(connection: Any, request: httpx.Request) -> httpx.Response:
-    """The reply that opened the socket, as an httpx response (status and headers; the
-    in-process socket has none: a bare 101)."""
-    reply = _as_httpx(getattr(connection, "response", None), request)
-    return httpx.Response(101, request=request) if reply is None else reply
+def handshake_reply(connection: Any, request: Request) -> Response:
+    """The reply that opened the socket, as a response of the request's HTTP stack (status
+    and headers; the in-process socket has none: a bare 101)."""
+    reply = _as_response(getattr(connection, "response", None), request)
+    return _stack(request).Response(101, request=request) if reply is None else reply  # type: ignore[arg-type]
 
 
-def refused_reply(exc: Exception, request: httpx.Request) -> httpx.Response | None:
+def refused_reply(exc: Exception, request: Request) -> Response | None:
     """The reply of a handshake the server refused with a status (``exc``: what opening the
-    socket raised), as an httpx response with its body; None when no reply came."""
+    socket raised), as a response of the request's HTTP stack, with its body; None when no
+    reply came."""
     response: Any = getattr(exc, "response", None)
-    return _as_httpx(response, request, bytes(getattr(response, "body", b"") or b""))
+    return _as_response(response, request, bytes(getattr(response, "body", b"") or b""))
 
 
-def _as_httpx(
-    response: Any, request: httpx.Request, content: bytes | None = None
-) -> httpx.Response | None:
-    """A ``websockets`` handshake reply as an httpx response; None for anything else."""
+def _as_response(response: Any, request: Request, content: bytes | None = None) -> Response | None:
+    """A ``websockets`` handshake reply as a response of the request's HTTP stack; None for
+    anything else."""
     status = getattr(response, "status_code", None)
     if not isinstance(status, int):
         return None
     headers = list(response.headers.raw_items())
-    return httpx.Response(status, headers=headers, content=content, request=request)
+    return _stack(request).Response(status, headers=headers, content=content, request=request)  # type: ignore[arg-type]
+
+
+def _stack(request: Request) -> Stack:
+    return stack_of(request) or get(DEFAULT_STACK)

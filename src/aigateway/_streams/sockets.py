@@ -19,13 +19,13 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-import httpx
 
 from aigateway._streams.chunks import ChunkDecoder
 from aigateway._streams.streams import AsyncChunkIterator, SyncChunkIterator
 from aigateway.errors import APIConnectionError, StreamConnectionError
 
 if TYPE_CHECKING:
+    from aigateway._stacks import Response
     from aigateway.types.chat import ChatCompletionChunk
 
 __all__ = ["AsyncChatSocket", "AsyncSocketChunks", "ChatSocket", "SocketChunks", "closed_errors"]
@@ -65,7 +65,7 @@ class _SocketIO:
         self.decoder = decoder
         self.ahead: ChatCompletionChunk | None = None
         """The chunk read while the socket was being opened, not handed out yet."""
-        self.observe: Callable[[httpx.Response, object], None] | None = None
+        self.observe: Callable[[Response, object], None] | None = None
         """Notes a chunk's credits (the client's), set once the socket is handed to the caller;
         None while it is being opened."""
         self._closed = closed_errors()
@@ -162,7 +162,7 @@ class _SocketBase:
     def __init__(
         self,
         chunks: SocketChunks | AsyncSocketChunks,
-        observe: Callable[[httpx.Response, object], None],
+        observe: Callable[[Response, object], None],
         on_close: Callable[[], object] | None,
     ) -> None:
         """``chunks``: the socket's I/O, opened by the request path; ``observe``: notes the

@@ -29,16 +29,19 @@ from collections.abc import (
     Iterator,
 )
 from functools import cached_property
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
-import httpx
 
 from aigateway._closing import AsyncClosing, Closing
 from aigateway._display import first_choice_text, guarded, stream_html, stream_repr
 from aigateway._http.body import adecoded_body, decoded_body
 from aigateway._http.leases import AsyncLease, OpenLeases, SyncLease
+from aigateway._stacks import read_failures
 from aigateway._streams.chunks import ChunkDecoder
+
+if TYPE_CHECKING:
+    from aigateway._stacks import Response
 
 __all__ = [
     "AsyncChunkIterator",
@@ -140,12 +143,12 @@ class _ChunkStream(Generic[T]):
 
     def __init__(
         self,
-        response: httpx.Response,
+        response: Response,
         decoder: ChunkDecoder[T],
         body: Any = None,
         head: list[T] | None = None,
         *,
-        on_chunk: Callable[[httpx.Response, object], None] | None = None,
+        on_chunk: Callable[[Response, object], None] | None = None,
         on_close: Callable[[], object] | None = None,
         leases: OpenLeases | None = None,
     ) -> None:
@@ -195,7 +198,7 @@ class _ChunkStream(Generic[T]):
 
 
 def _head_and_waiting(
-    response: httpx.Response, decoder: ChunkDecoder[T], head: list[T]
+    response: Response, decoder: ChunkDecoder[T], head: list[T]
 ) -> Iterator[T]:
     """The chunks the pipeline read ahead (handed out once), then those of the events it fed
     besides, each parsed as it is asked for (the decoder notes the credits at the last)."""
@@ -230,8 +233,6 @@ async def _adrain(raw: AsyncIterator[bytes]) -> None:
             return
 
 
-_READ_FAILURES = (httpx.HTTPError, httpx.StreamError, OSError)
-"""What reading a body may raise besides our own errors (a cut, a stall, a bad encoding)."""
 
 
 def _chunks(lease: SyncLease, decoder: ChunkDecoder[T], head: list[T]) -> Generator[T, None, None]:
@@ -252,9 +253,9 @@ def _chunks(lease: SyncLease, decoder: ChunkDecoder[T], head: list[T]) -> Genera
                     break
             else:
                 decoder.end()
-        with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+        with contextlib.suppress(*read_failures()):  # all chunks are in: a failure is moot
             _drain(raw)
-    except _READ_FAILURES as exc:
+    except read_failures() as exc:
         raise decoder.transport_failure(exc) from exc
     finally:
         lease.release()
@@ -281,9 +282,9 @@ async def _achunks(
                     break
             else:
                 decoder.end()
-        with contextlib.suppress(*_READ_FAILURES):  # all chunks are in: a failure is moot
+        with contextlib.suppress(*read_failures()):  # all chunks are in: a failure is moot
             await _adrain(raw)
-    except _READ_FAILURES as exc:
+    except read_failures() as exc:
         raise decoder.transport_failure(exc) from exc
     finally:
         await lease.release()

@@ -17,11 +17,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from aigateway._call.classify import status_error
 from aigateway._call.commands import Close, Flow, Next, Slot, Write
 from aigateway._optional import require
+from aigateway._stacks import DEFAULT_STACK, get, stack_of
 from aigateway._streams.chunks import ChunkDecoder
 from aigateway._streams.handshake import (
     Connect,
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
 
     from aigateway._call.call import APICall
     from aigateway._call.timeouts import Deadline, StreamTimeouts
+    from aigateway._stacks import Request, Response
     from aigateway.types.chat import ChatCompletionChunk
 
 __all__ = ["RequestPath", "open_socket"]
@@ -57,7 +57,7 @@ class _Clock(Protocol):
 
 
 class _Credits(Protocol):
-    def observe(self, response: httpx.Response, parsed: object) -> None: ...
+    def observe(self, response: Response, parsed: object) -> None: ...
 
 
 class RequestPath(Protocol):
@@ -75,15 +75,15 @@ class RequestPath(Protocol):
 
     def stream_timeouts(self, call: APICall[Any]) -> StreamTimeouts: ...
 
-    def received(self, request: httpx.Request, response: httpx.Response, attempts: int) -> Any: ...
+    def received(self, request: Request, response: Response, attempts: int) -> Any: ...
 
-    def failed(self, request: httpx.Request, exc: Exception, attempts: int) -> APIError: ...
+    def failed(self, request: Request, exc: Exception, attempts: int) -> APIError: ...
 
 
 def open_socket(
     pipeline: RequestPath,
     call: APICall[Any],
-    request: httpx.Request,
+    request: Request,
     attempts: int,
     slot: Slot,
     deadline: Deadline | None,
@@ -92,7 +92,8 @@ def open_socket(
     chunk; a refusal or a failure before that chunk is an error the retry policy judges."""
     url = websocket_url(request.url)
     subprotocols, headers = handshake(request)
-    socket_request = httpx.Request("GET", url, headers=request.headers)
+    stack = stack_of(request) or get(DEFAULT_STACK)
+    socket_request = stack.Request("GET", url, headers=request.headers)
     timer = pipeline.stream_timeouts(call).timer(pipeline.retry.monotonic, deadline)
     in_process = getattr(pipeline.transport, "websocket_connect", None)
     options: dict[str, Any] = {}
@@ -125,9 +126,7 @@ def open_socket(
     return ChatSocket(chunks, pipeline.state.observe, slot.take())
 
 
-def _open_error(
-    pipeline: RequestPath, exc: Exception, request: httpx.Request, attempts: int
-) -> APIError:
+def _open_error(pipeline: RequestPath, exc: Exception, request: Request, attempts: int) -> APIError:
     """The error (and the log line) for a handshake that failed: the status error when the
     server answered, else a connection error."""
     reply = refused_reply(exc, request)

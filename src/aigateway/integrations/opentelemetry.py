@@ -25,12 +25,12 @@ from aigateway._version import __version__
 from aigateway.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    import httpx
     from opentelemetry.trace import Span, Tracer
 
     from aigateway._call.call import APICall
     from aigateway._call.trace import StreamProgress
     from aigateway._pipeline.flow import Pipeline
+    from aigateway._stacks import Response
 
 __all__ = ["PROVIDER_NAME", "SpanTrace", "TracingObserver", "observer_for"]
 
@@ -124,7 +124,7 @@ class SpanTrace:
         self._attempts = 0
         self._streaming = False
 
-    def received(self, response: httpx.Response) -> None:
+    def received(self, response: Response) -> None:
         self._status = response.status_code
         self._span.set_attribute("http.response.status_code", response.status_code)
         request_id = response.headers.get("x-request-id")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-import httpx
 from typing_extensions import Unpack
 
 from aigateway._call.call import APICall
@@ -27,6 +26,9 @@ from aigateway.types.discovery import (
     McpServerCard,
     parse_llms_txt,
 )
+
+if TYPE_CHECKING:
+    from aigateway._stacks import URL
 
 __all__ = ["AsyncDiscovery", "Discovery", "DiscoveryFile", "discovery_call"]
 
@@ -55,7 +57,7 @@ AI_PLUGIN_MANIFEST = DiscoveryFile(
 
 
 def discovery_call(
-    base_url: httpx.URL, file: DiscoveryFile[T], options: RequestOptions, method: str
+    base_url: URL, file: DiscoveryFile[T], options: RequestOptions, method: str
 ) -> APICall[T]:
     """The GET of ``file`` at the site root of ``base_url`` (an absolute URL, so the path is
     not joined under ``/v1/``); the caller's ``extra_headers`` win over the ``Accept`` sent."""

@@ -22,9 +22,8 @@ given with ``max_completion_tokens``, which replaces it, as OpenAI answers).
 # annotations`): postponed, the first chat call compiled and evaluated every one of them
 # twice, for the methods' signatures and for pydantic.
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, Protocol, TypeVar, Union
 
-import httpx
 from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, with_config
 from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, Required, TypedDict
@@ -59,6 +58,7 @@ __all__ = [
     "StreamOptionsParam",
     "SystemMessageParam",
     "TextPartParam",
+    "TimeoutLike",
     "ToolChoiceParam",
     "ToolInput",
     "ToolMessageParam",
@@ -308,6 +308,13 @@ class StreamOptionsParam(TypedDict, total=False):
     """True: a last chunk with ``choices: []`` carries the ``usage`` of the whole stream."""
 
 
+class TimeoutLike(Protocol):
+    """An ``httpx.Timeout`` or an ``httpx2.Timeout``: a request's four limits (connect, read,
+    write, pool) in seconds, None for no limit."""
+
+    def as_dict(self) -> dict[str, float | None]: ...
+
+
 class RequestOptions(TypedDict, total=False):
     """Per-call options every method takes; they shape the HTTP request, not its body."""
 
@@ -315,8 +322,9 @@ class RequestOptions(TypedDict, total=False):
     """Headers added to (or replacing) the client's for this call."""
     extra_body: Mapping[str, object]
     """Fields merged into the JSON body as they are, unchecked (for gateway extensions)."""
-    timeout: float | httpx.Timeout | None
-    """This call's timeout, replacing the client's."""
+    timeout: float | TimeoutLike | None
+    """This call's timeout (seconds, an ``httpx.Timeout`` or an ``httpx2.Timeout``), replacing
+    the client's."""
     deadline: float | None
     """Seconds the whole call may take: connecting, every attempt, every wait between attempts
     and, for a stream, its whole life; then `APITimeoutError` (``limit_name == "deadline"``). The

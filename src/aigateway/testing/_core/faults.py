@@ -23,9 +23,10 @@ does not); ``drop(after_processing=True)``, ``drop_mid_stream`` and ``truncate``
 (and charge it) and then spoil the delivery, which is what makes idempotency keys matter.
 
 In-process, latency is simulated, never slept: the transport moves the mock clock forward by
-it and raises the timeout httpx would raise when it exceeds the request's read timeout.
-Connection drops reach httpx clients as `httpx.RemoteProtocolError` (before a reply) or
-`httpx.ReadError` (in a body). Served, latency is a real wait and a drop closes the socket.
+it and raises the timeout httpx (or httpx2) would raise when it exceeds the request's read
+timeout. Connection drops reach clients as their library's ``RemoteProtocolError`` (before a
+reply) or ``ReadError`` (in a body). Served, latency is a real wait and a drop closes the
+socket.
 """
 
 from __future__ import annotations

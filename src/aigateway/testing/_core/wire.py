@@ -1,8 +1,8 @@
 """Sans-io request and reply values of the mock gateway, and helpers that build replies.
 
 The gateway's logic works on plain values, not on sockets or on a particular HTTP library:
-a `MockRequest` goes in, a `MockResponse` comes out. The in-process httpx transport
-(`aigateway.testing._serving.transport`) and the ASGI app (`aigateway.testing._serving.asgi`)
+a `MockRequest` goes in, a `MockResponse` comes out. The in-process transport for httpx and
+httpx2 (`aigateway.testing._serving.inprocess`) and the ASGI app (`aigateway.testing._serving.asgi`)
 convert what they carry to and from these values, so the gateway's behaviour is written once,
 the way h11 keeps protocol logic apart from I/O.
 

@@ -4,15 +4,18 @@ for httpx (``httpx2.alias_httpx()``)."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import httpx2
 import pytest
 
+import aigateway
 from aigateway import _stacks
 from aigateway._stacks import Stack, failure_kind, get, loaded, own_stack, stack_of
 
@@ -72,7 +75,7 @@ def test_a_class_written_once_is_made_one_of_each_stack() -> None:
         assert cls.stack is get(name)  # type: ignore[attr-defined]
         assert stack_of(cls()) is get(name)
         assert cls.__name__ == "Body"
-    response = httpx2.Response(200, stream=made["httpx2"]())
+    response = httpx2.Response(200, stream=made["httpx2"]())  # type: ignore[arg-type]
     assert response.read() == b"x"
 
 
@@ -183,3 +186,60 @@ def _run(script: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+HTTP_LIBRARIES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "httpx_aiohttp"})
+SPEAKING_HTTP = {
+    "aigateway._stacks": "the seam: the stacks, their classes and errors, the type aliases",
+    "aigateway._http.clients": "the SDK's own httpx client classes (their cookie jar)",
+    "aigateway.testing._serving.transport": "the mock's in-process transport for httpx",
+    "aigateway.testing._serving.transport_httpx2": "the same for httpx2",
+    "aigateway.testing._record.cassette": "the cassette transport for httpx",
+    "aigateway.testing._record.cassette_httpx2": "the same for httpx2",
+}
+"""The only modules that name an HTTP library (docs/architecture.md, "The HTTP stack")."""
+
+
+def libraries_named(path: Path) -> set[str]:
+    """The HTTP libraries ``path`` imports anywhere (top level, functions, ``TYPE_CHECKING``)
+    or names to an importer (``require("httpcore2", ...)``, ``import_module("httpx")``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module or "")
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None))
+            in ("require", "import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return {name.partition(".")[0] for name in found} & HTTP_LIBRARIES
+
+
+def test_only_the_modules_that_speak_http_name_an_http_library() -> None:
+    package = Path(aigateway.__file__).parent
+    naming = {}
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(("aigateway", *path.relative_to(package).with_suffix("").parts))
+        libraries = libraries_named(path)
+        if libraries:
+            naming[module.removesuffix(".__init__")] = libraries
+    assert set(naming) <= set(SPEAKING_HTTP), sorted(set(naming) - set(SPEAKING_HTTP))
+    assert "aigateway._stacks" in naming  # the scan sees what it looks for
+
+
+def test_the_scan_sees_every_way_of_naming_a_library(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import httpx2\n"
+        "def f():\n    from httpcore import URL\n    return require('httpx_aiohttp.httpx2', 'x', 'y')\n"
+        "import importlib\nimportlib.import_module('httpcore2')\n"
+        "from . import httpx\nimport httpxlike\n"
+    )
+    assert libraries_named(source) == {"httpx2", "httpcore", "httpx_aiohttp", "httpcore2"}

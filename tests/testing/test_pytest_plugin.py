@@ -407,4 +407,4 @@ def test_the_docs_example_passes_as_a_test_file(pytester: pytest.Pytester) -> No
     assert "def test_" in code
     pytester.makeconftest(BACKENDS)
     result = run(pytester, code, "--strict-markers")
-    result.assert_outcomes(passed=5)  # test_models on asyncio and on trio
+    result.assert_outcomes(passed=6)  # test_models on asyncio and on trio

@@ -44,9 +44,10 @@ installed, so ``from aigateway.testing import *`` works without it.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aigateway._lazy import lazy_names
+from aigateway._stacks import get
 from aigateway.testing._core.accounts import Account, Charge, ChargeResult, Ledger
 from aigateway.testing._core.catalogue import Catalogue, ModelSpec, default_catalogue
 from aigateway.testing._core.clock import MockClock
@@ -88,7 +89,14 @@ _HTTPX2_NAMES = {
     "Httpx2CassetteTransport": "aigateway.testing._record.cassette_httpx2",
     "Httpx2MockTransport": "aigateway.testing._serving.transport_httpx2",
 }
-__getattr__, __dir__ = lazy_names(__name__, _HTTPX2_NAMES, globals())
+_lazy_getattr, __dir__ = lazy_names(__name__, _HTTPX2_NAMES, globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTPX2_NAMES:
+        get("httpx2")  # httpx2 missing: an ImportError naming the extra, not a bare one
+    return _lazy_getattr(name)
+
 
 __all__ = [
     "Account",

@@ -4,15 +4,9 @@ SDK 3.x), the same cassettes as `CassetteTransport`'s; a module of its own so th
 
 from __future__ import annotations
 
-from aigateway._stacks import get
+import httpx2
+
 from aigateway.testing._record.cassette import Cassette
-
-try:
-    import httpx2
-except ImportError:
-    get("httpx2")  # an ImportError naming the extra rather than a bare one
-    raise
-
 
 __all__ = ["Httpx2CassetteTransport"]
 

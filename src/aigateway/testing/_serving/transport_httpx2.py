@@ -8,15 +8,9 @@ core `MockTransport` is too, with httpx2's base classes; a module of its own so 
 
 from __future__ import annotations
 
-from aigateway._stacks import get
+import httpx2
+
 from aigateway.testing._serving.inprocess import InProcessTransport
-
-try:
-    import httpx2
-except ImportError:
-    get("httpx2")  # an ImportError naming the extra rather than a bare one
-    raise
-
 
 __all__ = ["Httpx2MockTransport"]
 

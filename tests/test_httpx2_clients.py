@@ -295,6 +295,29 @@ async def test_a_stream_cut_midway_is_our_error(kind: str, stack: Stack) -> None
     assert isinstance(caught.value.__cause__, stack.module.ReadError)
 
 
+async def test_an_unread_reply_reads_and_fails_alike(kind: str, stack: Stack) -> None:
+    """``with_streaming_response``: the body read by the caller, the stack's errors ours."""
+    body = json.dumps(CHAT_REPLY).encode()
+    replies = iter(
+        [
+            stack.Response(200, content=body),
+            stack.Response(200, stream=cut_body(stack, b'{"id": ')),
+        ]
+    )
+    client = make_client(kind, stack, lambda request: next(replies))
+    view = client.chat.completions.with_streaming_response
+    reply = await resolve(view.create(model="gpt-4o", messages=HELLO))
+    assert isinstance(reply.http_response, stack.Response)
+    assert (await resolve(reply.parse())).text == "hi"
+    await resolve(reply.close())
+    cut = await resolve(view.create(model="gpt-4o", messages=HELLO))
+    with pytest.raises(APIConnectionError) as caught:
+        await resolve(cut.read())
+    await resolve(cut.close())
+    await close(client)
+    assert isinstance(caught.value.__cause__, stack.module.ReadError)
+
+
 # -- refused before anything is sent ----------------------------------------------------------
 
 

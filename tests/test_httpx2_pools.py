@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -260,3 +263,61 @@ def test_a_given_client_wins_over_the_environment(monkeypatch: pytest.MonkeyPatc
     transport = httpx.MockTransport(lambda request: httpx.Response(204))
     with Client(api_key="k", base_url="https://g.test/v1", transport=transport) as client:
         assert isinstance(client._pipeline.http_client, httpx.Client)  # the transport's stack
+
+
+def test_credentials_reach_aiohttp_redacted_in_their_repr_on_either_stack(stack: Stack) -> None:
+    """aiohttp copies the request's headers into its own strings: the key's must never show."""
+    from aigateway._http.async_pools import CredentialHeaders
+
+    headers_type = stack.subclass(CredentialHeaders, "Headers")
+    headers = headers_type({"Authorization": "Bearer sk-secret", "Accept": "*/*"})
+    assert isinstance(headers, stack.Headers)
+    assert "sk-secret" not in repr(headers.items())
+    assert dict(headers.items())["authorization"] == "Bearer sk-secret"
+
+
+def test_httpx2_standing_in_for_httpx_is_one_stack_end_to_end() -> None:
+    """After ``httpx2.alias_httpx()`` every ``import httpx`` is httpx2: the client's own pools,
+    a given transport and the errors are httpx2's, sync and async."""
+    script = """
+        import asyncio, socket
+        import httpx2
+        httpx2.alias_httpx()
+        import httpx
+        import aigateway
+        from aigateway._stacks import loaded
+        assert [s.name for s in loaded()] == ["httpx2"]
+        reply = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                              "finish_reason": "stop"}]}
+        transport = httpx.MockTransport(lambda request: httpx.Response(200, json=reply))
+        with aigateway.Client(api_key="k", base_url="https://g.test/v1", transport=transport) as c:
+            hello = [{"role": "user", "content": "hi"}]
+            assert c.chat.completions.create(model="m", messages=hello).text == "hi"
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            port = probe.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        with aigateway.Client(api_key="k", base_url=url, max_retries=0) as c:
+            try:
+                c.models.list()
+            except aigateway.APIConnectionError as e:
+                assert isinstance(e.__cause__, httpx2.ConnectError), repr(e.__cause__)
+        async def main():
+            async with aigateway.AsyncClient(api_key="k", base_url=url, max_retries=0) as c:
+                try:
+                    await c.models.list()
+                except aigateway.APIConnectionError as e:
+                    assert isinstance(e.__cause__, httpx2.ConnectError), repr(e.__cause__)
+                assert type(c._pipeline.http_client) is httpx2.AsyncClient
+        asyncio.run(main())
+        print("ok")
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

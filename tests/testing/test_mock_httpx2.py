@@ -244,6 +244,24 @@ async def test_our_clients_run_on_either_library_with_its_faults(
     assert cut.value.received == 2
 
 
+def test_our_clients_default_to_the_library_of_our_own_pools(
+    gateway: MockGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lost_with(**options: Any) -> type[BaseException]:
+        gateway.faults.drop()
+        with (
+            gateway.client(max_retries=0, **options) as client,
+            pytest.raises(APIConnectionError) as dropped,
+        ):
+            client.models.list()
+        return type(dropped.value.__cause__)
+
+    assert lost_with() is httpx.RemoteProtocolError
+    monkeypatch.setenv("AIGATEWAY_HTTP_STACK", "httpx2")
+    assert lost_with() is httpx2.RemoteProtocolError
+    assert lost_with(stack="httpx") is httpx.RemoteProtocolError
+
+
 # -- record and replay ----------------------------------------------------------------------
 
 

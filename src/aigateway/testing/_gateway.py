@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from aigateway._stacks import own_stack
 from aigateway.testing._clients import (
     in_process_async_client,
     in_process_client,
@@ -371,22 +372,25 @@ class MockGateway:
         )
 
     def client(
-        self, *, api_key: str | None = None, stack: StackName = "httpx", **options: Any
+        self, *, api_key: str | None = None, stack: StackName | None = None, **options: Any
     ) -> Client:
         """A `aigateway.Client` wired to this gateway in-process (default account's key), over
-        the HTTP library ``stack`` (``"httpx"`` or ``"httpx2"``).
+        the HTTP library ``stack`` (``"httpx"`` or ``"httpx2"``; by default the one our
+        clients use for their own pools: httpx, unless ``AIGATEWAY_HTTP_STACK`` says otherwise).
 
         ``options`` go to `Client` (``max_retries``, ``timeout``, ``retry_policy``, ...). Retry
         waits move the gateway's clock instead of sleeping, unless ``retry_policy`` is given.
         """
-        return in_process_client(self.transport(stack), api_key or self.api_key, **options)
+        transport = in_process_transport(self._state, stack or own_stack().name)
+        return in_process_client(transport, api_key or self.api_key, **options)
 
     def async_client(
-        self, *, api_key: str | None = None, stack: StackName = "httpx", **options: Any
+        self, *, api_key: str | None = None, stack: StackName | None = None, **options: Any
     ) -> AsyncClient:
         """A `aigateway.AsyncClient` wired to this gateway in-process (default account's key),
-        over the HTTP library ``stack``."""
-        return in_process_async_client(self.transport(stack), api_key or self.api_key, **options)
+        over the HTTP library ``stack``, as `client`."""
+        transport = in_process_transport(self._state, stack or own_stack().name)
+        return in_process_async_client(transport, api_key or self.api_key, **options)
 
     def openai_client(self, *, api_key: str | None = None, **options: Any) -> openai.OpenAI:
         """An ``openai.OpenAI`` of the official SDK wired to this gateway in-process, no port

@@ -207,6 +207,8 @@ async def test_our_clients_run_on_either_library_with_its_faults(
             reply = client.chat.completions.create(model="gpt-4o", messages=messages)
             with client.chat.completions.stream(model="gpt-4o", messages=messages) as stream:
                 assert "".join(stream.text_stream) == reply.text
+            with client.chat.completions.connect(model="gpt-4o", messages=messages) as socket:
+                assert "".join(c.choices[0].delta.content or "" for c in socket) == reply.text
             gateway.faults.drop()
             with pytest.raises(APIConnectionError) as dropped:
                 client.models.list()

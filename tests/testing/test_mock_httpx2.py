@@ -6,6 +6,7 @@ the other; sync and async alike, nothing slept."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -258,6 +259,7 @@ def test_our_clients_default_to_the_library_of_our_own_pools(
             client.models.list()
         return type(dropped.value.__cause__)
 
+    monkeypatch.delenv("AIGATEWAY_HTTP_STACK", raising=False)  # set in a run on httpx2
     assert lost_with() is httpx.RemoteProtocolError
     monkeypatch.setenv("AIGATEWAY_HTTP_STACK", "httpx2")
     assert lost_with() is httpx2.RemoteProtocolError
@@ -352,8 +354,14 @@ def test_without_httpx2_the_mock_works_and_asking_for_it_names_the_extra() -> No
                 print(exc)
         """
     )
+    environment = {k: v for k, v in os.environ.items() if k != "AIGATEWAY_HTTP_STACK"}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

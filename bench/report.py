@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from .clients import LIBS
+from .clients import HTTPX2_TWINS, LIBS
 from .measure import Ratio, Result, Series
 
 
@@ -34,10 +34,14 @@ def _paired(num: Series, den: Series) -> str:
 
 
 def _baseline(row: str, lib: str) -> str | None:
-    """The name of the same row with ``lib`` in place of this row's library (None if none)."""
+    """The name of the same row with ``lib`` in place of this row's library (None if none).
+    A row on httpx2 is compared with raw httpx2 in place of raw httpx, and raw httpx2 with
+    raw httpx (`HTTPX2_TWINS`)."""
     tokens = row.split(" ")
     for i, token in enumerate(tokens):
-        if token in LIBS:
+        if token in LIBS or token in HTTPX2_TWINS:
+            if lib == "httpx" and token in HTTPX2_TWINS and token != "httpx2":
+                lib = "httpx2"
             return None if token == lib else " ".join([*tokens[:i], lib, *tokens[i + 1 :]])
     return None
 

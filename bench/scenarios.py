@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from .clients import LIBS, async_client, sync_client
+from .clients import HTTPX2_MISSING, LIBS, async_client, httpx2_variants, sync_client
 from .measure import (
     Plan,
     Result,
@@ -107,7 +107,8 @@ def sequential(server: ServerProcess, plan: Plan) -> Result:
     """µs and client CPU µs per request, one connection, one request at a time."""
     result = Result("sequential", "1. sequential non-streaming chat completions, one connection")
     n = plan.seq_requests
-    clients = {lib: sync_client(lib, server.url()) for lib in LIBS}
+    libs = (*LIBS, *httpx2_variants())
+    clients = {lib: sync_client(lib, server.url()) for lib in libs}
 
     def repeat(lib: str) -> Callable[[], int]:
         request = clients[lib].request
@@ -124,16 +125,16 @@ def sequential(server: ServerProcess, plan: Plan) -> Result:
             for _ in range(max(20, n // 5)):
                 client.request()
         samples = sync_rounds(
-            {lib: repeat(lib) for lib in LIBS}, plan.seq_rounds, plan.seq_budget / 2
+            {lib: repeat(lib) for lib in libs}, plan.seq_rounds, plan.seq_budget / 2
         )
     finally:
         for client in clients.values():
             client.close()
-    for lib in LIBS:
+    for lib in libs:
         per_unit_us(result, f"sync {lib}", samples[lib], "request")
 
     async def run_async() -> dict[str, Samples]:
-        aclients = {lib: async_client(lib, server.url()) for lib in LIBS}
+        aclients = {lib: async_client(lib, server.url()) for lib in libs}
 
         def arepeat(lib: str) -> Callable[[], Awaitable[int]]:
             request = aclients[lib].request
@@ -150,14 +151,14 @@ def sequential(server: ServerProcess, plan: Plan) -> Result:
                 for _ in range(max(20, n // 5)):
                     await client.request()
             return await async_rounds(
-                {lib: arepeat(lib) for lib in LIBS}, plan.seq_rounds, plan.seq_budget / 2
+                {lib: arepeat(lib) for lib in libs}, plan.seq_rounds, plan.seq_budget / 2
             )
         finally:
             for client in aclients.values():
                 await client.close()
 
     asamples = asyncio.run(run_async())
-    for lib in LIBS:
+    for lib in libs:
         per_unit_us(result, f"async {lib}", asamples[lib], "request")
     for mode in ("sync", "async"):
         rows = result.rows
@@ -177,8 +178,39 @@ def sequential(server: ServerProcess, plan: Plan) -> Result:
             rows[f"{mode} openai"]["wall"],
             rows[f"{mode} aigateway"]["wall"],
         )
+    _httpx2_ratios(result, "non-streaming", "request", 1.10)
     result.notes.append(f"{n} requests per variant per round; CPU = time.process_time()")
     return result
+
+
+def _httpx2_ratios(result: Result, scenario: str, per: str, bound: float) -> None:
+    """aigateway on httpx2 against raw httpx2 (sync: with the target ``bound``, as aigateway
+    against raw httpx), and against itself on httpx; or why the httpx2 rows are missing."""
+    rows = result.rows
+    if "sync httpx2" not in rows:
+        result.notes.append(HTTPX2_MISSING)
+        return
+    for mode in ("sync", "async"):
+        result.ratio(
+            f"{scenario} {mode}: aigateway(httpx2) / httpx2, wall µs/{per}",
+            rows[f"{mode} aigateway(httpx2)"]["wall"],
+            rows[f"{mode} httpx2"]["wall"],
+            ("<=", bound) if mode == "sync" else None,
+        )
+        result.ratio(
+            f"{scenario} {mode}: aigateway(httpx2) / httpx2, client CPU µs/{per}",
+            rows[f"{mode} aigateway(httpx2)"]["cpu"],
+            rows[f"{mode} httpx2"]["cpu"],
+        )
+        result.ratio(
+            f"{scenario} {mode}: aigateway(httpx2) / aigateway, wall µs/{per}",
+            rows[f"{mode} aigateway(httpx2)"]["wall"],
+            rows[f"{mode} aigateway"]["wall"],
+        )
+    result.notes.append(
+        "aigateway(httpx2): aigateway with its own pools on httpx2; on the httpx2 rows "
+        "'vs httpx' is against raw httpx2 (raw httpx2's own: against raw httpx)"
+    )
 
 
 # -- 2. one long stream -------------------------------------------------------------------
@@ -189,26 +221,27 @@ def streaming(server: ServerProcess, plan: Plan) -> Result:
     chunks = plan.stream_chunks
     result = Result("streaming", f"2. one {chunks:,}-chunk SSE stream (µs per chunk)")
     url = server.url(chunks)
-    clients = {lib: sync_client(lib, url) for lib in LIBS}
+    libs = (*LIBS, *httpx2_variants())
+    clients = {lib: sync_client(lib, url) for lib in libs}
     try:
         for client in clients.values():
             client.stream()
         samples = sync_rounds(
-            {lib: clients[lib].stream for lib in LIBS}, plan.stream_rounds, plan.stream_budget / 2
+            {lib: clients[lib].stream for lib in libs}, plan.stream_rounds, plan.stream_budget / 2
         )
     finally:
         for client in clients.values():
             client.close()
-    for lib in LIBS:
+    for lib in libs:
         per_unit_us(result, f"sync {lib}", samples[lib], "chunk")
 
     async def run_async() -> dict[str, Samples]:
-        aclients = {lib: async_client(lib, url) for lib in LIBS}
+        aclients = {lib: async_client(lib, url) for lib in libs}
         try:
             for client in aclients.values():
                 await client.stream()
             return await async_rounds(
-                {lib: aclients[lib].stream for lib in LIBS},
+                {lib: aclients[lib].stream for lib in libs},
                 plan.stream_rounds,
                 plan.stream_budget / 2,
             )
@@ -217,7 +250,7 @@ def streaming(server: ServerProcess, plan: Plan) -> Result:
                 await client.close()
 
     asamples = asyncio.run(run_async())
-    for lib in LIBS:
+    for lib in libs:
         per_unit_us(result, f"async {lib}", asamples[lib], "chunk")
     for lib, lib_samples in [*samples.items(), *asamples.items()]:
         if any(units != chunks for units in lib_samples.units):
@@ -236,6 +269,7 @@ def streaming(server: ServerProcess, plan: Plan) -> Result:
             rows[f"{mode} aigateway"]["wall"],
             (">=", 5.0),
         )
+    _httpx2_ratios(result, "streaming", "chunk", 1.20)
     take_anomalies(result)
     return result
 
@@ -255,7 +289,10 @@ def concurrent(server: ServerProcess, plan: Plan) -> Result:
     size = plan.concurrency
     result = Result("concurrent", f"3. {size} concurrent requests (async), requests per second")
     on_aiohttp = ["aigateway+aiohttp", "aigateway+httpx", "httpx+aiohttp", "openai+aiohttp"]
-    libs = (*LIBS, *(on_aiohttp if _has_aiohttp_transport() else []))
+    on_httpx2 = [*httpx2_variants()]
+    if on_httpx2 and _has_aiohttp_transport():
+        on_httpx2.append("httpx2+aiohttp")
+    libs = (*LIBS, *(on_aiohttp if _has_aiohttp_transport() else []), *on_httpx2)
 
     async def run() -> dict[str, Samples]:
         aclients = {lib: async_client(lib, server.url()) for lib in libs}
@@ -307,6 +344,15 @@ def concurrent(server: ServerProcess, plan: Plan) -> Result:
             result.rows["aigateway"]["rps"],
             result.rows["openai+aiohttp"]["rps"],
         )
+    if on_httpx2:
+        for base in on_httpx2[1:]:
+            result.ratio(
+                f"200 concurrent: aigateway(httpx2) / {base}, requests/s",
+                result.rows["aigateway(httpx2)"]["rps"],
+                result.rows[base]["rps"],
+            )
+    else:
+        result.notes.append(HTTPX2_MISSING)
     result.notes.append(
         f"{plan.concurrent_batches} batch(es) of {size} asyncio.gather'ed requests per variant "
         "per round; one long-lived client each, default connection limits"

@@ -10,6 +10,9 @@ without start-up and exit. The first completion is counted whole, start-up and e
 since they are what it measures, beside its floor: raw httpx with the reply validated into
 three small pydantic models (``httpx+pydantic``), what any client with pydantic replies pays.
 
+``--httpx2`` also counts the sync cases on httpx2: aigateway with its own pools on httpx2
+against raw httpx2 (about 4 minutes more).
+
 ``--python PATH`` counts the first completion alone with another interpreter, a fresh virtual
 environment's for instance (``python -m venv /tmp/clean && /tmp/clean/bin/pip install .``):
 there ``import httpx`` loads only httpx's own dependencies, where this project's development
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import textwrap
 
+from .clients import HTTPX2_MISSING, httpx2_variants
 from .process_scenarios import _first_completion_code
 from .server_process import ServerProcess, child_env
 
@@ -79,6 +83,11 @@ _CASES = [
     ),
     ("sync requests", ("aigateway", "httpx"), REQUESTS, "request"),
 ]
+_HTTPX2_CASES = [
+    ("sync stream", ("aigateway(httpx2)", "httpx2"), STREAM_CHUNKS, "chunk"),
+    ("sync requests", ("aigateway(httpx2)", "httpx2"), REQUESTS, "request"),
+]
+"""``--httpx2``: the sync cases on httpx2 (`bench.clients.HTTPX2_TWINS`)."""
 
 
 def count(code: str, python: str = sys.executable) -> int:
@@ -139,13 +148,22 @@ def main(argv: list[str] | None = None) -> int:
         "--python",
         help="count only the first completion, run by this interpreter (with aigateway installed)",
     )
+    parser.add_argument(
+        "--httpx2",
+        action="store_true",
+        help="also count the sync cases on httpx2 (aigateway(httpx2) against raw httpx2)",
+    )
     args = parser.parse_args(argv)
+    cases = [] if args.python else [*_CASES, *(_HTTPX2_CASES if args.httpx2 else [])]
+    if args.httpx2 and not httpx2_variants():
+        print(HTTPX2_MISSING, file=sys.stderr)
+        cases = cases[: len(_CASES)]
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     lines = ["instructions per unit of work, client process only (valgrind cachegrind)"]
     with ServerProcess("threads") as server:
-        for case, libs, units, per in [] if args.python else _CASES:
+        for case, libs, units, per in cases:
             chunks = CONCURRENT_CHUNKS if case == "async streams" else STREAM_CHUNKS
             url = server.url(chunks) if "stream" in case else server.url()
             print(f"[instructions] {case} ...", file=sys.stderr, flush=True)

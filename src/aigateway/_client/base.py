@@ -544,15 +544,14 @@ def checked_stack(client: str, asynchronous: bool, http_client: object, transpor
     )
     if given is None:
         return chosen_stack()
-    names = ("AsyncClient", "AsyncBaseTransport") if asynchronous else ("Client", "BaseTransport")
-    name = names[0] if what == "http_client" else names[1]
+    index = 0 if what == "http_client" else 1
+    name = _ACCEPTED[asynchronous][index]  # the stack's class it must be an instance of
     stack = stack_of(given)
     if stack is None or not isinstance(given, getattr(stack.module, name)):
-        other = (
-            ("Client", "BaseTransport") if asynchronous else ("AsyncClient", "AsyncBaseTransport")
-        )
         hint = ""
-        if stack is not None and isinstance(given, getattr(stack.module, other[names.index(name)])):
+        if stack is not None and isinstance(
+            given, getattr(stack.module, _ACCEPTED[not asynchronous][index])
+        ):
             kind, twin = ("a sync", "Client") if asynchronous else ("an async", "AsyncClient")
             hint = f" ({kind} one: pass it to aigateway.{twin})"
         raise HTTPClientTypeError(
@@ -566,6 +565,10 @@ def checked_stack(client: str, asynchronous: bool, http_client: object, transpor
             "http_client= for the client's own"
         )
     return stack
+
+
+_ACCEPTED = {False: ("Client", "BaseTransport"), True: ("AsyncClient", "AsyncBaseTransport")}
+"""What a sync (False) and an async (True) client take of a stack: http client, transport."""
 
 
 def _type_name(value: object) -> str:

@@ -62,6 +62,18 @@ def test_stack_of_finds_the_library_of_instances_classes_and_subclasses(stack: S
         assert stack_of(other) is None
 
 
+def test_stack_of_does_not_trust_the_classes_module_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The openai package rewrites ``__module__`` of the httpx2 classes it exports."""
+    monkeypatch.setattr(httpx2.BaseTransport, "__module__", "openai")
+    monkeypatch.setattr(httpx.Client, "__module__", "somewhere_else")
+
+    class Transport(httpx2.BaseTransport):
+        pass
+
+    assert stack_of(Transport()) is get("httpx2")
+    assert stack_of(httpx.Client) is get("httpx")
+
+
 def test_a_class_written_once_is_made_one_of_each_stack() -> None:
     class Body:
         def __iter__(self) -> Iterator[bytes]:

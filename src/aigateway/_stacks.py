@@ -209,12 +209,19 @@ _stacks: dict[str, Stack] = {}
 """The stacks built so far, by the library's own name."""
 _by_type: dict[type, Stack | None] = {}
 """`stack_of`'s answers, by type."""
+_owners: dict[type, Stack] = {}
+"""Every public class of each stack built so far (its ``__all__``), and the stack."""
 
 
 def _stack_of_module(module: ModuleType) -> Stack:
     stack = _stacks.get(module.__name__)
     if stack is None:
-        stack = _stacks.setdefault(module.__name__, Stack.of_module(module))
+        stack = Stack.of_module(module)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name, None)
+            if isinstance(value, type):
+                _owners.setdefault(value, stack)
+        stack = _stacks.setdefault(module.__name__, stack)
     return stack
 
 
@@ -251,14 +258,10 @@ def stack_of(obj: object) -> Stack | None:
         return _by_type[cls]
     except KeyError:
         pass
-    found = None
-    for base in cls.__mro__:
-        root = base.__module__.partition(".")[0]
-        if root in STACK_NAMES:
-            module = sys.modules.get(root)
-            if module is not None and getattr(module, "__name__", None) == root:
-                found = _stack_of_module(module)
-                break
+    _current()  # the stack of every library loaded is built, with its classes
+    # By the classes themselves, not their __module__, which others rewrite (the openai
+    # package sets it to "openai" on the httpx2 classes it exports).
+    found = next((_owners[base] for base in cls.__mro__ if base in _owners), None)
     _by_type[cls] = found
     return found
 

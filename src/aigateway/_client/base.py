@@ -36,7 +36,6 @@ from aigateway._pipeline.retry import RetryPolicy
 from aigateway._pipeline.state import ClientState
 from aigateway._stacks import (
     DEFAULT_STACK,
-    STACK_NAMES,
     URL,
     AsyncTransport,
     HTTPClient,
@@ -574,9 +573,10 @@ _ACCEPTED = {False: ("Client", "BaseTransport"), True: ("AsyncClient", "AsyncBas
 def _type_name(value: object) -> str:
     """``value``'s type as users write it: ``httpx.AsyncClient``, ``requests.Session``."""
     cls = type(value)
-    root = cls.__module__.partition(".")[0]
-    module = root if root in STACK_NAMES else cls.__module__
-    return f"{module}.{cls.__qualname__}"
+    stack = stack_of(cls)
+    if stack is not None and getattr(stack.module, cls.__name__, None) is cls:
+        return f"{stack.name}.{cls.__name__}"  # a class of the library's own
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def check_shared(shared_state: object, rate_limit: object) -> None:

@@ -29,6 +29,7 @@ from aigateway import (
 from aigateway._stacks import Stack, get, stack_of
 
 from .conftest import CHAT_REPLY, Sleeps, resolve
+from .test_streaming import chunks_of as chunks
 
 pytestmark = pytest.mark.anyio
 
@@ -243,14 +244,6 @@ async def test_downloads_on_either_stack(kind: str, stack: Stack, tmp_path: Any)
 
 
 # -- streams ----------------------------------------------------------------------------------
-
-
-async def chunks(stream: Any) -> list[Any]:
-    if hasattr(stream, "__aiter__"):
-        async with stream:
-            return [chunk async for chunk in stream]
-    with stream:
-        return list(stream)
 
 
 async def test_streams_on_either_stack(kind: str, stack: Stack) -> None:

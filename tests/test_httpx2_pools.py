@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -37,6 +34,7 @@ from aigateway.testing import MockGateway
 
 from ._local_servers import running
 from .conftest import resolve
+from .test_stacks import run_python
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "hello"}]
@@ -312,12 +310,4 @@ def test_httpx2_standing_in_for_httpx_is_one_stack_end_to_end() -> None:
         asyncio.run(main())
         print("ok")
     """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert run_python(script) == "ok"

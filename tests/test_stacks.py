@@ -149,7 +149,7 @@ def test_httpx2_loaded_after_the_seam_is_seen() -> None:
         assert _stacks.failure_kind(httpx2.ReadTimeout("x")) == "timeout"
         print("ok")
     """
-    assert _run(script) == "ok"
+    assert run_python(script) == "ok"
 
 
 def test_alias_httpx_makes_the_two_stacks_one() -> None:
@@ -166,7 +166,7 @@ def test_alias_httpx_makes_the_two_stacks_one() -> None:
         assert _stacks.failure_kind(httpx.ReadTimeout("x")) == "timeout"
         print("ok")
     """
-    assert _run(script) == "ok"
+    assert run_python(script) == "ok"
 
 
 def test_httpx2_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +188,8 @@ def test_own_stack_is_the_default_unless_the_environment_says(
         own_stack()
 
 
-def _run(script: str) -> str:
+def run_python(script: str) -> str:
+    """What ``script`` prints, run by a new Python process (it must succeed)."""
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
         capture_output=True,

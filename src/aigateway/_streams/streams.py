@@ -197,9 +197,7 @@ class _ChunkStream(Generic[T]):
         return stream_html(self, self.state, self.received, self._recent_text(), kept)
 
 
-def _head_and_waiting(
-    response: Response, decoder: ChunkDecoder[T], head: list[T]
-) -> Iterator[T]:
+def _head_and_waiting(response: Response, decoder: ChunkDecoder[T], head: list[T]) -> Iterator[T]:
     """The chunks the pipeline read ahead (handed out once), then those of the events it fed
     besides, each parsed as it is asked for (the decoder notes the credits at the last)."""
     if head:
@@ -231,8 +229,6 @@ async def _adrain(raw: AsyncIterator[bytes]) -> None:
         drained += len(data)
         if drained > _DRAIN_LIMIT:
             return
-
-
 
 
 def _chunks(lease: SyncLease, decoder: ChunkDecoder[T], head: list[T]) -> Generator[T, None, None]:

@@ -14,7 +14,7 @@ from aigateway.shared import RedisState
 from aigateway.testing import MockGateway
 from aigateway.types import ChatCompletionCreateRequest, ImageGenerateRequest
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 
 from aigateway import AsyncClient, Client, ConfigurationError
 
-from .conftest import API_KEY, BASE_URL
+from ..conftest import API_KEY, BASE_URL
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

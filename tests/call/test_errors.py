@@ -30,7 +30,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway, Quota
 
-from .conftest import API_KEY, BASE_URL, in_process_client, resolve
+from ..conftest import API_KEY, BASE_URL, in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 USER = [{"role": "user", "content": "Hello"}]

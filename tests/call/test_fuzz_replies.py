@@ -30,7 +30,7 @@ from aigateway import (
     RetryPolicy,
 )
 
-from .conftest import API_KEY, BASE_URL
+from ..conftest import API_KEY, BASE_URL
 
 pytestmark = pytest.mark.filterwarnings(
     # httpx's own inner generators, left unclosed when its decoder fails on a body that is not

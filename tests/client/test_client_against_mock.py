@@ -17,7 +17,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "Hello there"}]

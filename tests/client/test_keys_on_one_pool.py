@@ -17,7 +17,7 @@ from aigateway import (
 )
 from aigateway.testing import Account, MockGateway
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

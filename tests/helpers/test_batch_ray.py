@@ -23,7 +23,8 @@ from aigateway.errors import InvalidRequestError, NotFoundError
 from aigateway.helpers.ray import _Fault, run_batch_on_ray
 from aigateway.testing import MockGateway
 
-from ._integrations import import_integration
+from .._integrations import import_integration
+from .._paths import SRC
 
 ray = import_integration("ray", "ray")
 
@@ -31,7 +32,6 @@ ray = import_integration("ray", "ray")
 # these tests took over a minute (a minute idle: about 15 s). Generous, as the suite's rule asks.
 pytestmark = pytest.mark.timeout(600)
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 SEED = 11
 
 

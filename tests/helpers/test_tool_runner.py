@@ -23,7 +23,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import in_process_client
+from ..conftest import in_process_client
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 from aigateway import AsyncClient, Client
 from aigateway._http.clients import AsyncHTTPClient, HTTPClient, ReplyCookies
 
-from .conftest import CHAT_REPLY, resolve
+from ..conftest import CHAT_REPLY, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from aigateway._http.body import PIECE_SIZE, accept_encoding, content_decoder
 from aigateway._pipeline.request import client_headers
 from aigateway.testing import MockGateway
 
-from .conftest import API_KEY, BASE_URL, Sleeps, resolve
+from ..conftest import API_KEY, BASE_URL, Sleeps, resolve
 
 pytestmark = pytest.mark.anyio
 GIB = 1024 * 1024 * 1024

@@ -32,8 +32,8 @@ from aigateway import (
 from aigateway.shared import RedisState
 from aigateway.testing import MockGateway, RateLimits
 
-from .conftest import in_process_client, resolve
-from .redis_server import RedisServer
+from ..conftest import in_process_client, resolve
+from ..redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 

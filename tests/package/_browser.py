@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ._integrations import integration_missing
+from .._integrations import integration_missing
 
 __all__ = ["chromium", "measure"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+from .._paths import SRC
+
 PACKAGE = SRC / "aigateway"
 MOST_PRIVATE_AT_ROOT = 12
 

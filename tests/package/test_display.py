@@ -23,7 +23,7 @@ from aigateway import (
 from aigateway.testing import MockGateway
 from aigateway.types import ChatCompletion, Model, ModelList
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -51,7 +51,8 @@ import pytest
 
 from aigateway._optional import extra_requirements
 
-ROOT = Path(__file__).resolve().parent.parent
+from .._paths import ROOT
+
 SETUP_TITLE = "Run these examples without a key"
 TIP = """\
 > **Run these examples without a key.** They reach a gateway through two environment variables,

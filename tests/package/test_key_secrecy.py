@@ -37,7 +37,7 @@ from aigateway import (
 from aigateway._http import async_pools as _transport
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .._paths import ROOT, SRC
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("ipykernel")
 
-NOTEBOOK = Path(__file__).parent.parent / "examples" / "notebook.ipynb"
-SRC = str(Path(__file__).parent.parent / "src")
+NOTEBOOK = ROOT / "examples" / "notebook.ipynb"
 
 
 def outputs_of(notebook: Any) -> list[dict[str, Any]]:
@@ -28,7 +28,7 @@ def test_the_notebook_has_no_stored_outputs() -> None:
 
 
 def run(notebook: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # the kernel's debugger notice
     client = nbclient.NotebookClient(notebook, timeout=30, kernel_name="python3")
     client.execute(cwd=str(NOTEBOOK.parent))

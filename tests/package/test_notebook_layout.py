@@ -19,8 +19,8 @@ import pytest
 from aigateway import AuthenticationError, RateLimitError, run_batch
 from aigateway.testing import MockGateway
 
+from .._integrations import import_integration
 from ._browser import measure
-from ._integrations import import_integration
 
 SCREENS = [("lab", 1280), ("lab", 930), ("classic", 1280)]
 """Each front end in a 1280 px window; in JupyterLab with its file browser open the outputs

@@ -5,11 +5,10 @@ says what its reply is; the install sections say where aigateway comes from, and
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .._paths import ROOT
 
 
 def bash_block_after(heading: str) -> str:

@@ -24,12 +24,12 @@ import aigateway
 from aigateway.types.chat_params import ChatCompletionCreateParams
 from aigateway.types.service_params import ImageGenerateParams
 
+from .._paths import ROOT
 from ._browser import measure
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "hooks"))  # the docs' own code, not in the package
 
-from reference_data import (  # noqa: E402
+from reference_data import (
     client_resources,
     error_tree,
     method_params,

@@ -19,7 +19,6 @@ import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,9 +30,9 @@ from aigateway import errors
 from aigateway._streams.sse import ServerSentEvent, SSEDecoder
 from aigateway.testing import MockGateway
 
+from .._paths import ROOT
 from .test_docs_examples import doc_page
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "fastapi_relay.py"
 PAGE = ROOT / "docs" / "relay.md"
 BOUND = 10.0

@@ -13,11 +13,12 @@ import pytest
 from aigateway import AsyncClient, ChatCompletion, Client, InvalidRequestError
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from .._paths import ROOT
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 
-SNIPPETS = sorted((Path(__file__).parent / "typing_snippets").glob("*.py"))
+SNIPPETS = sorted((ROOT / "tests" / "typing_snippets").glob("*.py"))
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import respx
 
 from aigateway import AsyncClient, Client, RetryPolicy
 
-from .conftest import BASE_URL, Sleeps, resolve
+from ..conftest import BASE_URL, Sleeps, resolve
 
 NOW = 1_800_000_000.0
 USER = [{"role": "user", "content": "Hello"}]

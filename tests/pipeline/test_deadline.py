@@ -35,10 +35,10 @@ from aigateway import (
 from aigateway._call.timeouts import CLIP_SLACK, Deadline
 from aigateway.testing import MockGateway
 
-from ._local_servers import running
-from .conftest import API_KEY, BASE_URL, in_process_client, resolve
-from .test_stream_failures import event
-from .test_streaming import chunks_of as collect
+from .._local_servers import running
+from ..conftest import API_KEY, BASE_URL, in_process_client, resolve
+from ..streams.test_stream_failures import event
+from ..streams.test_streaming import chunks_of as collect
 
 HELLO = [{"role": "user", "content": "hi"}]
 DEADLINE = 0.5

@@ -19,7 +19,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from aigateway._pipeline.credit_budget import CreditBudget
 from aigateway.testing import MockGateway
 from aigateway.types.services import SearchResult
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

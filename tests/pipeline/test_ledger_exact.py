@@ -16,7 +16,7 @@ import respx
 from aigateway import BudgetExceededError, Client
 from aigateway.testing import MockGateway, ModelSpec, ServiceSpec
 
-from .conftest import BASE_URL, CHAT_REPLY, in_process_client, resolve
+from ..conftest import BASE_URL, CHAT_REPLY, in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

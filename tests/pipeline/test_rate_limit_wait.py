@@ -13,13 +13,13 @@ import respx
 from aigateway import AsyncClient, Client, RateLimitError
 from aigateway.testing import MockGateway
 
+from ..conftest import in_process_client
 from ._reliability_helpers import NOW, create, failing
 
 # The fixtures; pytest knows them as gateway, policy and reliable.
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
 from ._reliability_helpers import reliable_fixture as reliable_fixture
-from .conftest import in_process_client
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway, RateLimits
 
-from .conftest import in_process_client, resolve
+from ..conftest import in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "Hello there"}]

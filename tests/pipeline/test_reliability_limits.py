@@ -23,6 +23,7 @@ from aigateway import (
     RetryPolicy,
 )
 
+from ..conftest import API_KEY, BASE_URL, Sleeps, resolve
 from ._reliability_helpers import (
     CHUNK,
     FAIL,
@@ -41,7 +42,6 @@ from ._reliability_helpers import (
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
 from ._reliability_helpers import reliable_fixture as reliable_fixture
-from .conftest import API_KEY, BASE_URL, Sleeps, resolve
 
 pytestmark = pytest.mark.anyio
 TESTS = os.path.dirname(__file__)

@@ -28,6 +28,7 @@ from aigateway import (
 )
 from aigateway._call.call import APICall
 
+from ..conftest import Sleeps, resolve
 from ._reliability_helpers import (
     CHUNK,
     FAIL,
@@ -46,7 +47,6 @@ from ._reliability_helpers import (
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
 from ._reliability_helpers import reliable_fixture as reliable_fixture
-from .conftest import Sleeps, resolve
 
 pytestmark = pytest.mark.anyio
 LIMITED = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}}

@@ -15,7 +15,7 @@ from aigateway import AsyncClient, Client
 from aigateway._call.settings import DEFAULT_TIMEOUT
 from aigateway._http.body import accept_encoding
 
-from .conftest import CHAT_REPLY, resolve
+from ..conftest import CHAT_REPLY, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -28,7 +28,7 @@ from aigateway._call.timeouts import StreamTimer
 from aigateway._pipeline.limits import RateLimiter
 from aigateway.testing import MockGateway
 
-from .conftest import API_KEY, BASE_URL, resolve
+from ..conftest import API_KEY, BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -12,13 +12,13 @@ import respx
 from aigateway import AsyncClient, Client, RateLimitError, ServiceUnavailableError
 from aigateway.testing import MockGateway
 
+from ..conftest import Sleeps
 from ._reliability_helpers import NOW, create, failing
 
 # The fixtures; pytest knows them as gateway, policy and reliable.
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
 from ._reliability_helpers import reliable_fixture as reliable_fixture
-from .conftest import Sleeps
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from aigateway import (
     ServiceUnavailableError,
 )
 
-from .conftest import BASE_URL, Sleeps, resolve
+from ..conftest import BASE_URL, Sleeps, resolve
 
 pytestmark = pytest.mark.anyio
 USER = [{"role": "user", "content": "Hello"}]

@@ -25,7 +25,7 @@ from aigateway import (
 from aigateway._pipeline.retry import RETRY_STATUSES
 from aigateway.types.rate_limits import LONGEST_SERVER_WAIT, parse_retry_after, server_wait
 
-from .conftest import API_KEY, BASE_URL, Sleeps, resolve
+from ..conftest import API_KEY, BASE_URL, Sleeps, resolve
 
 pytestmark = pytest.mark.anyio
 NOW = 1_800_000_000.0

@@ -41,12 +41,12 @@ from aigateway import (
     wait_server_requested,
 )
 
+from ..conftest import BASE_URL, Sleeps, resolve
 from ._reliability_helpers import NOW, OK, USER, create, failing
 
 # The fixtures; pytest knows them as gateway and policy.
 from ._reliability_helpers import gateway_fixture as gateway_fixture
 from ._reliability_helpers import policy_fixture as policy_fixture
-from .conftest import BASE_URL, Sleeps, resolve
 from .test_deadline import UNAVAILABLE, FakeTime, fake_client
 
 pytestmark = pytest.mark.anyio

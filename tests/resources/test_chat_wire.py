@@ -13,7 +13,7 @@ import respx
 from aigateway import AsyncClient, Client, InvalidRequestError
 from aigateway.types import ChatCompletion, Message
 
-from .conftest import API_KEY, BASE_URL, resolve
+from ..conftest import API_KEY, BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
 

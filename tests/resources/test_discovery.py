@@ -22,7 +22,7 @@ from aigateway.types.discovery import (
     parse_llms_txt,
 )
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ import pytest
 from aigateway import AsyncClient, Client, InvalidRequestError, NotFoundError
 from aigateway.testing import MockGateway
 
-from .conftest import API_KEY, BASE_URL, in_process_client, resolve
+from ..conftest import API_KEY, BASE_URL, in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,8 @@ from aigateway import AsyncClient, BadRequestError, Client, NotFoundError
 from aigateway.testing import MockGateway
 from aigateway.types.services import ImageResult, RunResult, SpeechResult
 
+from ..conftest import resolve
 from ._services_helpers import png_size, read
-from .conftest import resolve
 
 pytestmark = pytest.mark.anyio
 

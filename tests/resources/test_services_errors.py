@@ -27,7 +27,7 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from .conftest import BASE_URL, resolve
+from ..conftest import BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from aigateway import APIResponseValidationError, AsyncClient, Client, NotFoundE
 from aigateway.testing import MockGateway
 from aigateway.types.services import ImageResult
 
+from ..conftest import API_KEY, BASE_URL, resolve
 from ._services_helpers import png_size, read
-from .conftest import API_KEY, BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -30,7 +30,7 @@ from aigateway import (
 from aigateway.testing import MockGateway
 from aigateway.types import ChatCompletion, ChatCompletionChunk
 
-from .conftest import API_KEY, BASE_URL, in_process_client, resolve
+from ..conftest import API_KEY, BASE_URL, in_process_client, resolve
 
 pytestmark = pytest.mark.anyio
 

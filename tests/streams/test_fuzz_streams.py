@@ -25,7 +25,7 @@ from aigateway import (
 from aigateway._streams.chunks import ChunkDecoder
 from aigateway.types import ChatCompletionChunk
 
-from .test_fuzz_replies import (
+from ..call.test_fuzz_replies import (
     FUZZ,
     KINDS,
     Handler,

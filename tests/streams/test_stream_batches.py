@@ -18,7 +18,7 @@ from aigateway import (
     RateLimitError,
 )
 
-from .conftest import API_KEY, BASE_URL
+from ..conftest import API_KEY, BASE_URL
 from .test_stream_failures import Body, event, serving
 
 pytestmark = pytest.mark.anyio

@@ -20,8 +20,8 @@ from aigateway import (
 )
 from aigateway._streams.sse import SSEDecoder
 
-from ._local_servers import running
-from .conftest import API_KEY, resolve
+from .._local_servers import running
+from ..conftest import API_KEY, resolve
 from .test_stream_failures import event
 
 pytestmark = pytest.mark.anyio

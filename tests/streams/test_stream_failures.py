@@ -24,7 +24,7 @@ from aigateway._streams.chunks import TAIL
 from aigateway.errors import APITimeoutError, StreamTimeoutError
 from aigateway.testing import MockGateway
 
-from .conftest import API_KEY, BASE_URL
+from ..conftest import API_KEY, BASE_URL
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "hi"}]

@@ -12,8 +12,8 @@ from aigateway import AsyncClient, AuthenticationError, Client
 from aigateway._streams.chat_stream import accumulate
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
-from .testing._helpers import LOOKUP_TOOL
+from ..conftest import resolve
+from ..testing._helpers import LOOKUP_TOOL
 
 pytestmark = pytest.mark.anyio
 HELLO = [{"role": "user", "content": "Stream me something"}]

@@ -13,7 +13,7 @@ from aigateway import AsyncClient, AuthenticationError, Client, NotFoundError, S
 from aigateway._streams.handshake import handshake, websocket_url
 from aigateway.testing import MockGateway
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytest.importorskip("websockets")
 pytestmark = pytest.mark.anyio

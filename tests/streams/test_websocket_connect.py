@@ -20,8 +20,8 @@ from aigateway import (
 )
 from aigateway.testing import MockGateway
 
-from ._local_servers import running
-from .conftest import API_KEY, in_process_client, resolve
+from .._local_servers import running
+from ..conftest import API_KEY, in_process_client, resolve
 
 pytest.importorskip("websockets")
 pytestmark = pytest.mark.anyio

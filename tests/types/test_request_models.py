@@ -24,7 +24,7 @@ from aigateway.types import (
     load_requests,
 )
 
-from .conftest import resolve
+from ..conftest import resolve
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 Property tests (hypothesis) serve arbitrary replies through ``httpx.MockTransport`` to the
 public calls of both clients (statuses, headers, bodies; streams are in
-``test_fuzz_streams.py``), and deterministic regression tests pin each escape found.
+``tests/streams/test_fuzz_streams.py``), and deterministic regression tests pin each escape found.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ a small server on 127.0.0.1 in this process, read by one kind of client (``sync`
 or ``trio``) with the default limits. Prints one JSON line per case, then the process's peak
 resident memory (``VmHWM``: ``ru_maxrss`` would carry the parent's peak across fork and exec).
 
-    python tests/_response_limits_child.py KIND BOMB_DIR
+    python tests/http/_response_limits_child.py KIND BOMB_DIR
 
 ``BOMB_DIR`` holds ``gzip``, ``deflate`` and ``br``: 1 GiB of zeros, compressed.
 """

@@ -1,5 +1,5 @@
-"""What the worker processes of tests/test_shared_processes.py run (spawned: importable, and
-every argument and result picklable).
+"""What the worker processes of tests/integrations/test_shared_processes.py run (spawned:
+importable, and every argument and result picklable).
 
 Each worker builds its own `Client` on the served mock, with the shared state it is given and
 a retry policy on the mock's accelerated clock: it reads the mock's time from the wall clock

@@ -3,8 +3,8 @@ across processes, proved against the served mock with a real Redis.
 
 Eight spawned worker processes each run their own `Client` with the same `RedisState`. The
 mock is served in this process with its clock running `SPEED` times as fast as the wall clock,
-and each worker follows that clock (see tests/shared_workers.py), so seven rate-limit minutes
-pass in a few seconds. What happened is read from the gateway itself: its request log (mock
+and each worker follows that clock (see tests/integrations/shared_workers.py), so seven
+rate-limit minutes pass in a few seconds. What happened is read from the gateway itself: its request log (mock
 times and statuses), its charges and its idempotency store.
 
 Deselect with ``-m "not processes"``.

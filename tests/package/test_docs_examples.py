@@ -24,9 +24,9 @@ containing a line that installs (``pip install``), runs until interrupted (``moc
 ``redis-server``, ``mkdocs serve``), runs the test suite or CI (``pytest``, ``.ci/run``) or
 the benchmarks (``bench``): those are skipped. What those lines may say is checked instead:
 every ``pip install`` line in README.md, docs/, examples/ (and the optional-package errors,
-tests/test_optional.py) installs from a checkout or a built wheel, naming only extras and
+tests/package/test_optional.py) installs from a checkout or a built wheel, naming only extras and
 packages that ``pyproject.toml`` lists; every curl fails visibly and sends a JSON body as JSON.
-README.md's two newcomer commands are checked by tests/test_readme_commands.py.
+README.md's two newcomer commands are checked by tests/package/test_readme_commands.py.
 
 Pages run concurrently (one worker per CPU), each page's blocks one after the other.
 """

@@ -5,7 +5,7 @@ What every kind of object shows in a notebook goes into a notebook's outputs; nb
 ``lab`` and ``classic`` templates turn it into a page carrying that front end's own stylesheet
 (the rules on ``.jp-RenderedHTMLCommon`` and ``.jp-OutputArea-output``, or ``.rendered_html``,
 that a card must survive). Headless Chromium, Debian's ``chromium``, opens the page
-(tests/_browser.py): a script in the page measures every label and cell, and a screenshot
+(tests/package/_browser.py): a script in the page measures every label and cell, and a screenshot
 is kept beside the page. The templates' script addresses are blanked: nothing is fetched.
 """
 

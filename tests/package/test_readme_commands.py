@@ -1,5 +1,5 @@
 """The README's two newcomer commands stay true: CI runs the test command exactly as written,
-and the quickstart the other command runs exists (tests/test_docs_examples.py runs it) and
+and the quickstart the other command runs exists (tests/package/test_docs_examples.py runs it) and
 says what its reply is; the install sections say where aigateway comes from, and where not."""
 
 from __future__ import annotations

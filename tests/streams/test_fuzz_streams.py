@@ -2,7 +2,8 @@
 
 Event streams cut into arbitrary pieces, mixing chunks, junk, error events, ``[DONE]`` or not,
 cut mid-event, oversized lines, and replies that are no event stream at all; WebSocket frames
-through the decoder that reads them. Helpers come from ``test_fuzz_replies.py``.
+through the decoder that reads them. Helpers come from
+``tests/call/test_fuzz_replies.py``.
 """
 
 from __future__ import annotations

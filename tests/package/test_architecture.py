@@ -1,6 +1,7 @@
 """The house as docs/architecture.md draws it: layers as subpackages (their order is
 import-linter's contract in pyproject.toml, run by CI), few private modules at the package root,
-and no import cycle among the modules as they load.
+no import cycle among the modules as they load, and tests/ in folders that mirror the
+subpackages.
 
 import-linter sees every import, at any level; a cycle is about what runs when a module loads,
 so the check here reads each module's own top-level imports (not those inside functions, which
@@ -11,10 +12,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .._paths import SRC
+from .._paths import ROOT, SRC
 
 PACKAGE = SRC / "aigateway"
 MOST_PRIVATE_AT_ROOT = 12
+TESTS = ROOT / "tests"
+OTHER_TEST_FOLDERS = {
+    "package": "the root modules (errors, display, optional extras) and whole-package checks",
+    "compat": "agent frameworks driven against the served mock",
+    "smoke": "the install lanes' suite, copied out of the checkout",
+    "typing_snippets": "code the type checkers check (run by package/test_typing_snippets.py)",
+}
+"""The folders of tests/ that are no subpackage of aigateway, and what each holds."""
 
 
 def module_name(path: Path) -> str:
@@ -99,3 +108,19 @@ def test_the_layers_are_subpackages() -> None:
         assert (PACKAGE / layer / "__init__.py").is_file(), layer
     for layer in ("helpers", "integrations", "testing", "cli"):
         assert (PACKAGE / layer / "__init__.py").is_file(), layer
+
+
+def test_the_tests_mirror_the_layers() -> None:
+    """A test file sits in the folder of the subpackage it tests (named without the leading
+    underscore: tests/pipeline for aigateway._pipeline), or in one of a few named others;
+    none at the root of tests/."""
+    at_root = sorted(path.name for path in TESTS.glob("test_*.py"))
+    assert not at_root, f"{at_root} at the root of tests/: move each to its subpackage's folder"
+    subpackages = {path.parent.name.lstrip("_") for path in PACKAGE.glob("*/__init__.py")}
+    folders = {path.name for path in TESTS.iterdir() if path.is_dir() and path.name[0] not in "_."}
+    strays = sorted(folders - subpackages - OTHER_TEST_FOLDERS.keys())
+    assert not strays, f"folders {strays} in tests/ mirror no subpackage ({sorted(subpackages)})"
+    untested = sorted(subpackages - folders)
+    assert not untested, f"no folder in tests/ for the subpackages {untested}"
+    for path in TESTS.rglob("test_*.py"):  # packages: relative imports, repeated file names
+        assert (path.parent / "__init__.py").is_file(), f"{path.parent} has no __init__.py"

@@ -5,7 +5,6 @@ errors, and debug logging. Waits are recorded, never slept; the policy's clock i
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from typing import Any
 
@@ -23,6 +22,7 @@ from aigateway import (
     RetryPolicy,
 )
 
+from .._paths import ROOT
 from ..conftest import API_KEY, BASE_URL, Sleeps, resolve
 from ._reliability_helpers import (
     CHUNK,
@@ -44,7 +44,7 @@ from ._reliability_helpers import policy_fixture as policy_fixture
 from ._reliability_helpers import reliable_fixture as reliable_fixture
 
 pytestmark = pytest.mark.anyio
-TESTS = os.path.dirname(__file__)
+TESTS = str(ROOT / "tests")
 
 
 # -- rate-limit values, the client-side limiter, concurrency -----------------------------------

@@ -473,7 +473,7 @@ async def test_the_body_budget_makes_one_key_wait_for_itself_not_others() -> Non
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(take, "a again", second)
         tasks.start_soon(take, "b", other)
-        await anyio.sleep(0.05)
+        await anyio.wait_all_tasks_blocked()
         assert took == ["b"]  # key a's second body waits for its first, b does not
         first.release()
     assert took == ["b", "a again"]

@@ -24,9 +24,9 @@ HEAVY = (
     "aigateway.types",
     "pydantic",
 )
-LIGHT = {"aigateway.types", "aigateway.types.rate_limits", "aigateway.types.fallbacks"}
-"""Loaded by the client and the errors: the types package's lazy names, the rate-limit headers
-and what a fallback did (dataclasses); no reply model and no pydantic."""
+LIGHT = {"aigateway.types", "aigateway.types.rate_limits"}
+"""Loaded by the client and the errors: the types package's lazy names and the rate-limit
+headers; no reply model and no pydantic."""
 
 
 def loaded_after(code: str) -> set[str]:
@@ -112,6 +112,37 @@ def test_from_aigateway_import_client_loads_no_pydantic() -> None:
     """What users write first: the clients' classes need neither pydantic nor the types."""
     modules = loaded_after("from aigateway import AsyncClient, Client")
     assert sorted(m for m in modules if m.startswith(HEAVY) and m not in LIGHT) == []
+
+
+def test_a_plain_chat_call_loads_only_what_it_uses() -> None:
+    """One non-streamed chat call with no fallbacks, tracing, budget or retry loads none of
+    their modules, nor streams, sockets or the mock (what a fresh process pays for its first
+    completion)."""
+    modules = loaded_after(
+        """
+import httpx
+import aigateway
+REPLY = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+transport = httpx.MockTransport(lambda request: httpx.Response(200, json=REPLY))
+with aigateway.Client(api_key="k", base_url="http://x.test/v1", transport=transport) as client:
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert reply.text == "hi"
+"""
+    )
+    unused = (
+        "aigateway._pipeline.fallbacks",
+        "aigateway.types.fallbacks",
+        "aigateway._pipeline.stream_usage",
+        "aigateway._pipeline.observer",
+        "aigateway._pipeline.retry_strategies",
+        "aigateway._streams",
+        "aigateway.testing",
+        "aigateway.integrations",
+        "tenacity",
+        "websockets",
+    )
+    assert sorted(m for m in modules if m.startswith(unused)) == []
 
 
 def test_a_chat_call_builds_only_what_it_uses() -> None:

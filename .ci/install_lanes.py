@@ -18,7 +18,7 @@ checkout:
   ``aigateway mock serve`` as the docs say and lists the models through it. ``ray`` has no lane
   of its own: with Ray Data a venv holds some 500 MB (ray, pyarrow, pandas) and a batch of four
   items on a local cluster took about 50 s on two cores, for a feature the development suite
-  runs on a real local cluster (tests/test_batch_ray.py); every other lane checks its
+  runs on a real local cluster (tests/helpers/test_batch_ray.py); every other lane checks its
   missing-extra error.
 - ``lowest``: the wheel with every extra but ``ray`` at the lowest versions ``pyproject.toml``
   allows (``uv pip install --resolution lowest-direct``), the test tools at whatever versions

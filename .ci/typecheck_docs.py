@@ -23,7 +23,7 @@ SNIPPETS = ROOT / "tests" / "typing_snippets"
 PYTHON_VERSION = "3.10"
 
 sys.path.insert(0, str(ROOT))
-from tests.test_docs_examples import pages  # noqa: E402  (one block extraction for both checks)
+from tests.package.test_docs_examples import pages  # noqa: E402  (one block extraction for both checks)
 
 
 def user_files() -> dict[str, str]:

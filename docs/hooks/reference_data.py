@@ -3,7 +3,7 @@
 The docs' build hook (reference.py, beside this file) renders these as tables, so the
 reference follows the TypedDicts (the one definition of every keyword, its limits and its
 docs) and the exception classes by itself. It reads the installed package and is not part of
-it: only the docs build and tests/test_reference.py use it.
+it: only the docs build and tests/package/test_reference.py use it.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def _value(value: object) -> str:
 # takes two lines when the table is squeezed) and break a ``pre``'s text mid-word. An inline
 # style outranks every rule of theirs (none is ``!important``), and a table keeps its columns
 # where a sanitizer drops layout styles (JupyterLab's, for outputs it does not trust).
-# tests/test_notebook_layout.py checks the result in Chromium.
+# tests/package/test_notebook_layout.py checks the result in Chromium.
 _TABLE = "margin:0.25em 0;width:auto;table-layout:auto;border-collapse:collapse"
 _CELL = "padding:0.25em 0.5em;text-align:left;vertical-align:top;overflow-wrap:break-word"
 _LABEL = f"{_CELL};white-space:nowrap"

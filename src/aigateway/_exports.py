@@ -2,7 +2,7 @@
 
 This is the one list. ``aigateway.__all__`` is its names, ``aigateway`` imports each from its
 module on first use (so ``import aigateway`` stays cheap), and the package's ``TYPE_CHECKING``
-imports show the same names to type checkers (tests/test_import.py checks that they match).
+imports show the same names to type checkers (tests/package/test_import.py checks that they match).
 It imports nothing, so the bottom layer can read it too: `aigateway._display` names an
 exported class ``aigateway.Name``.
 """

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
 from .._integrations import import_integration
+from .._paths import ROOT
 from .conftest import Served
 
 langchain_openai = import_integration("langchain_openai", "compat")
@@ -99,7 +99,7 @@ def test_structured_output_with_raw_and_a_stream(served: Served) -> None:
 def test_the_docs_example_runs_as_it_stands(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/testing.md's example, shown as text there (langchain-openai is not in the
     development install), run here as a reader pastes it."""
-    page = (Path(__file__).parents[2] / "docs" / "testing.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
     after = page.split("This runs as pasted with `langchain-openai` installed", 1)[1]
     code = after.split("```text\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/testing.md", "exec"), {"__name__": "__main__"})

@@ -168,7 +168,9 @@ async def test_ray_runs_batches_on_a_cluster() -> None:
         run_batch_on_ray([{"model": "gpt-4o-mini", "messages": [USER]}], client_options={})
 
     if await needs("ray", run):
-        pytest.skip("a Ray cluster is too heavy for a smoke test; tests/test_batch_ray.py runs one")
+        pytest.skip(
+            "a Ray cluster is too heavy for a smoke test; tests/helpers/test_batch_ray.py runs one"
+        )
 
 
 def _text(chunks: list[Any]) -> str:

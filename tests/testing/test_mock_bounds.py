@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -28,7 +29,7 @@ from aigateway.testing import (
 )
 from aigateway.testing._core.idempotency import IdempotencyStore
 from aigateway.testing._core.wire import MAX_ERROR_MESSAGE_CHARS, MockResponse, json_response
-from aigateway.testing._serving.connections import BodyBudget
+from aigateway.testing._serving.connections import BodyBudget, GuardedConnection
 
 from ._helpers import user
 
@@ -472,7 +473,7 @@ async def test_the_body_budget_makes_one_key_wait_for_itself_not_others() -> Non
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(take, "a again", second)
         tasks.start_soon(take, "b", other)
-        await anyio.sleep(0.05)
+        await anyio.wait_all_tasks_blocked()
         assert took == ["b"]  # key a's second body waits for its first, b does not
         first.release()
     assert took == ["b", "a again"]
@@ -537,9 +538,19 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408() -> None:
     assert "0.3 s" in body["error"]["message"]
 
 
-def test_a_client_that_stops_reading_a_large_reply_is_cut_off() -> None:
+def test_a_client_that_stops_reading_a_large_reply_is_cut_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     gateway = MockGateway(rate_limits="unlimited")
     limits = ConnectionLimits(response_stall=0.3)
+    cut = threading.Event()  # set when the server cuts a connection off, in its thread
+    cut_off = GuardedConnection._cut_off
+
+    def cut_off_and_tell(connection: GuardedConnection) -> None:
+        cut_off(connection)
+        cut.set()
+
+    monkeypatch.setattr(GuardedConnection, "_cut_off", cut_off_and_tell)
     with served(gateway, connection_limits=limits) as http, ExitStack() as stack:
         put = {"operation": "put", "key": "big", "data": data_url(12_000_000)}
         url = run(http, "s3/storage", **put).json()["output"]["url"]
@@ -549,7 +560,8 @@ def test_a_client_that_stops_reading_a_large_reply_is_cut_off() -> None:
             b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n"
             b"Authorization: Bearer " + gateway.api_key.encode() + b"\r\n\r\n"
         )
-        time.sleep(1.0)  # reading nothing: the server's buffers fill, its writes pause
+        # reading nothing: the server's buffers fill, its writes pause, it cuts the client off
+        assert cut.wait(10)
         received = closed_within(sock, 5)
         assert http.get("/models").status_code == 200  # the server goes on
     assert received is not None  # the server closed it

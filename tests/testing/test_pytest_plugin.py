@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from .._paths import ROOT
+
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "_aigateway_pytest"
 UNRELATED = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")  # a second per session
 LOAD = ("-p", "no:aigateway", "-p", PLUGIN, *UNRELATED)

@@ -55,18 +55,16 @@ from aigateway._http.body import (
 )
 from aigateway._logging import logger
 from aigateway._pipeline.credit_budget import CreditBudget
-from aigateway._pipeline.fallbacks import attach_fallback, checked_fallbacks, model_unavailable
-from aigateway._pipeline.observer import CallObserver
 from aigateway._pipeline.request import RequestBuilder
 from aigateway._pipeline.response import RawResponse
 from aigateway._pipeline.retry import RetryPolicy, set_attempts
 from aigateway._pipeline.state import ClientState
-from aigateway._pipeline.stream_usage import StreamUsage
 from aigateway.errors import APIError, RateLimitInfo
-from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # streams, fallbacks and tracing load with the calls that use them
     from aigateway._http.loops import FirstLoop
+    from aigateway._pipeline.observer import CallObserver
+    from aigateway._pipeline.stream_usage import StreamUsage
     from aigateway._stacks import AsyncTransport, HTTPClient, Request, Response, SyncTransport
     from aigateway._streams.chunks import ChunkDecoder
 
@@ -122,6 +120,8 @@ class Pipeline:
         deadline = self.start_deadline(call)
         fallbacks = call.options.get("fallback_models")
         if fallbacks is not None:
+            from aigateway._pipeline.fallbacks import checked_fallbacks
+
             fallbacks = checked_fallbacks(fallbacks)
         budget = self.credit_budget
         if budget is not None:
@@ -175,6 +175,9 @@ class Pipeline:
         """Try the call's model, then each fallback in turn while the error says the model is
         unavailable; only a whole failed call moves on, so no output has reached the caller.
         The deadline is the whole call's: once it ran out, no other model is tried."""
+        from aigateway._pipeline.fallbacks import attach_fallback, model_unavailable
+        from aigateway.types.fallbacks import FailedAttempt, FallbackInfo
+
         models = [first_model, *fallbacks]
         failed: list[FailedAttempt] = []
         for index, model in enumerate(models):
@@ -347,6 +350,7 @@ class Pipeline:
         if call.streamed:
             return self.streamed_response(call, response, attempts, slot.take(), deadline)
         if call.stream:
+            from aigateway._pipeline.stream_usage import StreamUsage
             from aigateway._streams.chunks import ChunkDecoder
 
             usage = StreamUsage(self.state.ledger)

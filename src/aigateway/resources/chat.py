@@ -12,7 +12,6 @@ from typing_extensions import Unpack
 
 from aigateway._call.call import APICall
 from aigateway._lazy import collector_paused
-from aigateway._streams.opening import Opening
 from aigateway.resources._base import (
     AsyncResource,
     Resource,
@@ -49,6 +48,7 @@ from aigateway.types.chat_params import (
 
 if TYPE_CHECKING:
     from aigateway._streams.chat_stream import AsyncChatCompletionStream, ChatCompletionStream
+    from aigateway._streams.opening import Opening
     from aigateway._streams.sockets import AsyncChatSocket, ChatSocket
     from aigateway._streams.streams import AsyncStream, Stream
     from aigateway.resources._structured import StructuredRequest
@@ -380,6 +380,7 @@ class AsyncCompletions(_CompletionsViews, AsyncResource):
         Given a type as ``response_format``, the final completion is parsed, as by ``parse``.
         """
         from aigateway._streams.chat_stream import AsyncChatCompletionStream
+        from aigateway._streams.opening import Opening
 
         call, finish = build_chat_stream_call(params)
 
@@ -396,6 +397,8 @@ class AsyncCompletions(_CompletionsViews, AsyncResource):
         async for chunk in socket: ...`` (or ``socket = await ...``). Needs the ``ws`` extra
         (in a checkout, ``python -m pip install -e '.[ws]'``).
         """
+        from aigateway._streams.opening import Opening
+
         call = build_socket_call(params)
 
         async def open_socket() -> AsyncChatSocket:

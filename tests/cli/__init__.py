@@ -1,0 +1,1 @@
+"""Tests of aigateway.cli: the ``aigateway`` command."""

@@ -1,0 +1,1 @@
+"""Tests of aigateway._http: transports, connection pools, event loops and bounded bodies."""

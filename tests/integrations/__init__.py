@@ -1,0 +1,1 @@
+"""Tests of aigateway.integrations: OpenTelemetry tracing and shared state on Redis."""

@@ -1,0 +1,1 @@
+"""Tests of aigateway.resources: what each endpoint sends and returns."""

@@ -1,0 +1,1 @@
+"""Tests of aigateway._streams: SSE decoding, chunk decoding, streams, the chat stream and sockets."""

@@ -1,0 +1,1 @@
+"""Tests of aigateway.types: the request and reply models."""

@@ -34,7 +34,10 @@ class ClientTwins(griffe.Extension):
     ``BaseClient[Pipeline, HTTPClient, Transport]``: each client is documented with its own
     copy, the base's type parameters replaced by the client's type arguments
     (``http_client: httpx.Client | None``) and each resource, a ``LazyResource[Chat,
-    AsyncChat]``, shown as the class that client has (``chat: Chat``, ``chat: AsyncChat``)."""
+    AsyncChat]``, shown as the class that client has (``chat: Chat``, ``chat: AsyncChat``).
+    The private type aliases in the constructor's annotations (``SyncHTTPClient``, ``URL``,
+    ``TimeoutTypes``, ...) are shown as what they stand for (``httpx.Client | httpx2.Client``):
+    a reader cannot look them up."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         if pkg.name != "aigateway":
@@ -58,7 +61,9 @@ class ClientTwins(griffe.Extension):
                     *(
                         griffe.Parameter(
                             parameter.name,
-                            annotation=_substituted(parameter.annotation, mapping),
+                            annotation=_flat_union(
+                                _without_aliases(_substituted(parameter.annotation, mapping), pkg)
+                            ),
                             kind=parameter.kind,
                             default=parameter.default,
                         )
@@ -113,6 +118,90 @@ def _substituted(expression: Any, mapping: dict[str, Any]) -> Any:
     if isinstance(expression, list):
         return [_substituted(item, mapping) for item in expression]
     return expression
+
+
+def _without_aliases(expression: Any, pkg: griffe.Module) -> Any:
+    """``expression`` with every name of a type alias in a private module of ``pkg`` (``X:
+    TypeAlias = ...``) replaced by its value, spelled ``A | B`` (``Union[A, "B"]`` included),
+    recursively."""
+    if isinstance(expression, griffe.ExprName):
+        target = _private_alias(expression.canonical_path, pkg)
+        if target is None:
+            return expression
+        value = ast.parse(str(target.value), mode="eval").body
+        written = griffe.safe_get_annotation(_as_bar_union(value), parent=target.parent)
+        return _without_aliases(_dotted_as_text(written), pkg)
+    if isinstance(expression, griffe.Expr) and dataclasses.is_dataclass(expression):
+        changes = {
+            field.name: _without_aliases(getattr(expression, field.name), pkg)
+            for field in dataclasses.fields(expression)
+            if field.name != "parent"
+        }
+        return dataclasses.replace(expression, **changes)
+    if isinstance(expression, list):
+        return [_without_aliases(item, pkg) for item in expression]
+    return expression
+
+
+def _dotted_as_text(expression: Any) -> Any:
+    """``expression`` with each dotted name (``httpx.Client``) as plain text: the reference
+    would show a cross-reference by its last part only (``Client | Client``)."""
+    if isinstance(expression, griffe.ExprAttribute):
+        return str(expression)
+    if isinstance(expression, griffe.ExprBinOp):
+        return griffe.ExprBinOp(
+            _dotted_as_text(expression.left), expression.operator, _dotted_as_text(expression.right)
+        )
+    return expression
+
+
+def _flat_union(expression: Any) -> Any:
+    """``A | (B | C) | None`` as ``A | B | C | None``, what an alias replaced inside a union leaves."""
+    if not (isinstance(expression, griffe.ExprBinOp) and expression.operator == "|"):
+        return expression
+
+    def members(part: Any) -> list[Any]:
+        if isinstance(part, griffe.ExprBinOp) and part.operator == "|":
+            return members(part.left) + members(part.right)
+        return [part]
+
+    first, *rest = members(expression)
+    for member in rest:
+        first = griffe.ExprBinOp(first, "|", member)
+    return first
+
+
+def _private_alias(path: str, pkg: griffe.Module) -> griffe.Attribute | None:
+    """The type alias at ``path`` (``aigateway._stacks.URL``), if it is one in a private module."""
+    module, _, name = path.rpartition(".")
+    if not module.startswith(f"{pkg.name}.") or "._" not in f".{module.removeprefix(pkg.name)}":
+        return None
+    try:
+        target = pkg[f"{module.removeprefix(pkg.name + '.')}.{name}"]
+    except (KeyError, griffe.AliasResolutionError):
+        return None
+    if isinstance(target, griffe.Attribute) and str(target.annotation) == "TypeAlias":
+        return target
+    return None
+
+
+def _as_bar_union(node: ast.expr) -> ast.expr:
+    """``Union[A, "B"]`` as ``A | B`` (the quotes only defer an import)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _as_bar_union(ast.parse(node.value, mode="eval").body)
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Union"
+    ):
+        elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        union = _as_bar_union(elements[0])
+        for element in elements[1:]:
+            union = ast.BinOp(left=union, op=ast.BitOr(), right=_as_bar_union(element))
+        return union
+    if isinstance(node, ast.BinOp):
+        return ast.BinOp(left=_as_bar_union(node.left), op=node.op, right=_as_bar_union(node.right))
+    return node
 
 
 class KeywordSignatures(griffe.Extension):

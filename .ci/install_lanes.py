@@ -13,8 +13,10 @@ checkout:
 - ``plain``: the wheel without extras, and pytest: the smoke suite (``tests/smoke``, copied out
   of the checkout: the public API against a stand-in gateway made of the standard library;
   every extra's feature raises an ImportError naming the extra) and examples/quickstart.py.
-- ``server``, ``ws``, ``progress``, ``redis``, ``otel``: the wheel with that extra alone, the
-  smoke suite again (now the extra's feature works); ``server`` also starts
+- ``server``, ``ws``, ``progress``, ``redis``, ``otel``, ``httpx2``: the wheel with that extra
+  alone, the smoke suite again (now the extra's feature works: for ``httpx2``, calls over an
+  httpx2 client, an httpx2 transport and the client's own pools with
+  ``AIGATEWAY_HTTP_STACK=httpx2``); ``server`` also starts
   ``aigateway mock serve`` as the docs say and lists the models through it. ``ray`` has no lane
   of its own: with Ray Data a venv holds some 500 MB (ray, pyarrow, pandas) and a batch of four
   items on a local cluster took about 50 s on two cores, for a feature the development suite
@@ -22,13 +24,16 @@ checkout:
   missing-extra error.
 - ``lowest``: the wheel with every extra but ``ray`` at the lowest versions ``pyproject.toml``
   allows (``uv pip install --resolution lowest-direct``), the test tools at whatever versions
-  fit them, and the client's tests from the checkout (``.ci/client_tests.txt``) with the
-  smoke suite, against the installed wheel.
+  fit them, and the client's tests from the checkout (``.ci/client_tests.txt``, the smoke
+  suite among them, and the clients' tests on both HTTP stacks), against the installed wheel.
+  Then httpx2 is removed and httpx-aiohttp taken down to the core floor (below the one
+  the ``httpx2`` extra needs), and the smoke suite runs again: the floor holds without httpx2.
 
 The agent-framework compatibility suite (``tests/compat``, the ``compat`` extra) runs in the
 development suite: ``.ci/run`` installs the extra, and under CI a missing framework fails there.
 
-Lanes run two at a time (``--jobs``); each one's output is printed when it ends.
+Lanes run two at a time (``--jobs``), ``lowest`` (the longest) first; each one's output is
+printed when it ends.
 """
 
 from __future__ import annotations
@@ -46,10 +51,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRA_LANES = ["server", "ws", "progress", "redis", "otel"]
+EXTRA_LANES = ["server", "ws", "progress", "redis", "otel", "httpx2"]
 LANES = ["plain", *EXTRA_LANES, "lowest"]
 TEST_TOOLS = ["pytest", "pytest-timeout", "respx", "hypothesis", "trio", "brotli"]
 """What the client's tests need besides the package (the dev extra without the linters)."""
+STACK_TESTS = ["tests/client/test_httpx2_clients.py"]
+"""The lowest lane's tests of the clients on both HTTP stacks (httpx and httpx2 alike)."""
+HTTPX2_ONLY = ["httpx2", "httpcore2"]
+"""What the ``httpx2`` extra installs that nothing else needs (httpx-aiohttp is a dependency)."""
 LANE_TIMEOUT = 600
 
 SDIST_NEEDS = [
@@ -171,9 +180,17 @@ def lowest(lane: Lane, wheel: Path) -> None:
     constraints.write_text(lane.uv("pip", "freeze", "--python", lane.python))
     lane.uv("pip", "install", "--quiet", "--python", lane.python, "-c", constraints, *TEST_TOOLS)
     lane.check_the_wheel_is_imported(ROOT)
-    tests = (ROOT / ".ci" / "client_tests.txt").read_text().split()
+    tests = (ROOT / ".ci" / "client_tests.txt").read_text().split() + STACK_TESTS
     # pyproject.toml's pytest settings apply (warnings as errors, with their exceptions)
     lane.run(lane.python, *PYTEST, *tests, cwd=ROOT, AIGATEWAY_SMOKE_EXTRAS=",".join(EXTRA_LANES))
+    # The core floor of httpx-aiohttp, below the httpx2 extra's, without httpx2: httpx-aiohttp
+    # alone may move, to the lowest version the core requirements allow.
+    lane.uv("pip", "uninstall", "--quiet", "--python", lane.python, *HTTPX2_ONLY)
+    lane.install(
+        "-r", ROOT / "pyproject.toml", wheel, "--upgrade-package", "httpx-aiohttp", lowest=True
+    )
+    lane.uv("pip", "show", "--python", lane.python, "httpx-aiohttp")  # its version, in the log
+    lane.smoke([name for name in EXTRA_LANES if name != "httpx2"])
 
 
 def serve_and_list_models(lane: Lane) -> None:
@@ -277,7 +294,8 @@ def main() -> None:
     unknown = set(arguments.lanes) - set(LANES)
     if unknown:
         parser.error(f"no lane {', '.join(sorted(unknown))}: the lanes are {', '.join(LANES)}")
-    names = arguments.lanes or LANES
+    # lowest, by far the longest, starts first: the others run beside it
+    names = sorted(arguments.lanes or LANES, key=lambda name: name != "lowest")
     started = time.monotonic()
     times: list[str] = []
     failed: list[str] = []

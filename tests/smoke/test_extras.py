@@ -21,10 +21,10 @@ import pytest
 from packaging.requirements import Requirement  # a dependency of pytest
 
 import aigateway
-from aigateway import Client, SharedStateError
+from aigateway import Client, ConfigurationError, SharedStateError
 from aigateway.testing import MockGateway
 
-from ._gateway import StubGateway, chunk
+from ._gateway import CHAT_REPLY, Reply, StubGateway, chunk, sse
 from .conftest import KEY, USER, closed_port, opened, read_all, resolve
 
 pytestmark = pytest.mark.anyio
@@ -159,6 +159,39 @@ async def test_otel_traces_each_call(kind: str, stub: StubGateway) -> None:
     async with opened(kind, **options) as client:
         await resolve(client.chat.completions.create(model="gpt-4o-mini", messages=[USER]))
     assert names == ["chat gpt-4o-mini"]
+
+
+async def test_httpx2_carries_the_calls(
+    kind: str, stub: StubGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's own pools on httpx2 (``AIGATEWAY_HTTP_STACK=httpx2``), an httpx2 client
+    given and an httpx2 transport given: each call, whole and streamed, goes over httpx2."""
+    monkeypatch.setenv("AIGATEWAY_HTTP_STACK", "httpx2")
+    if not installed("httpx2"):  # the client asks for httpx2 when it is made
+        with pytest.raises(ConfigurationError, match=r"pip install -e '\.\[httpx2\]'"):
+            Client(api_key=KEY, base_url=stub.base_url)
+        return
+    import httpx2
+
+    sync = kind == "sync"
+    given = httpx2.Client() if sync else httpx2.AsyncClient()
+    transport = httpx2.HTTPTransport() if sync else httpx2.AsyncHTTPTransport()
+    try:
+        for options in [{}, {"http_client": given}, {"transport": transport}]:
+            stub.script("/chat/completions", Reply(CHAT_REPLY), sse(chunk("hel"), chunk("lo")))
+            async with opened(kind, api_key=KEY, base_url=stub.base_url, **options) as client:
+                create = client.chat.completions.with_raw_response.create
+                raw = await resolve(create(model="gpt-4o-mini", messages=[USER]))
+                assert isinstance(raw.http_response, httpx2.Response), options
+                assert raw.parse().choices[0].message.content == "hello"
+                stream = client.chat.completions.create
+                chunks = await read_all(
+                    await resolve(stream(model="gpt-4o-mini", messages=[USER], stream=True))
+                )
+                assert _text(chunks) == "hello"
+    finally:
+        await resolve(given.close() if sync else given.aclose())  # the caller closes its own
+    assert stub.paths() == ["/v1/chat/completions"] * 6
 
 
 async def test_ray_runs_batches_on_a_cluster() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from aigateway import AsyncClient, Client, ConfigurationError
 
+from .._stack import http
 from ..conftest import API_KEY, BASE_URL
 
 
@@ -152,7 +153,7 @@ def test_with_options_shares_the_pool_and_changes_settings() -> None:
     with Client(api_key=API_KEY, base_url=BASE_URL, max_retries=2) as client:
         other = client.with_options(max_retries=0, timeout=5.0, default_headers={"X-A": "1"})
         assert other.config.max_retries == 0
-        assert other.config.timeout == httpx.Timeout(5.0)
+        assert other.config.timeout == http.Timeout(5.0)
         assert other.config.default_headers == {"X-A": "1"}
         assert client.config.max_retries == 2
         assert other._pipeline.http_client is client._pipeline.http_client

@@ -18,11 +18,12 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpcore
 import pytest
 
 from aigateway import AsyncClient, Client
 from aigateway.testing import MockGateway
+
+from .._stack import core
 
 HELLO = [{"role": "user", "content": "Tell me a long story"}]
 STREAMS = 1_000
@@ -38,9 +39,10 @@ def served() -> Iterator[tuple[MockGateway, str]]:
 
 @pytest.fixture
 def collector_in_the_pool_lock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Collections run only inside httpcore's pools' lock (both pools' section under their
-    lock starts with ``_assign_requests_to_connections``)."""
-    for pool in (httpcore.ConnectionPool, httpcore.AsyncConnectionPool):
+    """Collections run only inside the client's pools' lock (httpcore's, or httpcore2's on the
+    httpx2 lane: both pools' section under their lock starts with
+    ``_assign_requests_to_connections``)."""
+    for pool in (core.ConnectionPool, core.AsyncConnectionPool):
         monkeypatch.setattr(
             pool,
             "_assign_requests_to_connections",

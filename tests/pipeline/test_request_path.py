@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 import aigateway
@@ -28,6 +27,7 @@ from aigateway._call.timeouts import StreamTimer
 from aigateway._pipeline.limits import RateLimiter
 from aigateway.testing import MockGateway
 
+from .._stack import http
 from ..conftest import API_KEY, BASE_URL, resolve
 
 pytestmark = pytest.mark.anyio
@@ -349,7 +349,7 @@ def test_a_with_options_copy_builds_its_own_resources() -> None:
             hasty.chat.completions.create(model="gpt-4o", messages=HELLO)
         gateway.faults.fail(503, times=1)
         assert patient.create(model="gpt-4o", messages=HELLO).text
-    assert isinstance(hasty._pipeline.http_client, httpx.Client)
+    assert isinstance(hasty._pipeline.http_client, http.Client)
 
 
 # -- WebSocket connect() against the in-process mock ---------------------------------------

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["ModelUsage", "UsageLedger", "credit_amount"]
 
 _UNKNOWN_MODEL = "(unknown)"
-_ZERO = Decimal(0)
 _FOLD_AT = 1024
 """Recorded calls kept at most before they are added to the counts (`UsageLedger._fold`)."""
 
@@ -184,9 +183,16 @@ class UsageLedger:
             return
         ended, self._unfolded = self._unfolded, []
         lowest = self._lowest_balance
-        # (model, stated cost, None) or a run of falls (model, lowest before, lowest after)
-        charges: list[tuple[str, int | float, int | float | None]] = []
-        run_open = False
+        charged: dict[str, Decimal] = {}
+        run_model: str | None = None  # the model of the current run of falls
+        run_from: int | float = 0  # the lowest balance before that run
+
+        def end_run() -> None:
+            if run_model is not None and lowest is not None:
+                charged[run_model] = charged.get(run_model, Decimal(0)) + (
+                    Decimal(repr(run_from)) - Decimal(repr(lowest))
+                )
+
         for model, stated, balance, prompt, completion, error in ended:
             entry = self._models.get(model) or self._models.setdefault(model, ModelUsage())
             entry.requests += 1
@@ -195,31 +201,27 @@ class UsageLedger:
                 continue
             entry.prompt_tokens += prompt
             entry.completion_tokens += completion
-            if not _is_amount(balance):
-                balance = None
-            if stated is not None and _is_amount(stated):
-                charges.append((model, stated, None))
-                run_open = False
-                if balance is not None and (lowest is None or _below(balance, lowest)):
+            if _is_amount(stated):
+                end_run()
+                run_model = None
+                charged[model] = charged.get(model, Decimal(0)) + Decimal(repr(stated))
+                if _is_amount(balance) and (lowest is None or _below(balance, lowest)):
                     lowest = balance
-            elif balance is None or lowest is None:
+            elif not _is_amount(balance) or lowest is None:
                 entry.uncounted += 1  # no cost stated and no earlier balance to compare with
-                lowest = balance if lowest is None else lowest
+                if _is_amount(balance):
+                    lowest = balance
             elif _below(balance, lowest):
-                if run_open and charges[-1][0] == model:
-                    charges[-1] = (model, charges[-1][1], balance)
-                else:
-                    charges.append((model, lowest, balance))
-                    run_open = True
+                if model != run_model:
+                    end_run()
+                    run_model, run_from = model, lowest
                 lowest = balance
             # else: the balance did not fall below the lowest: no cost seen
+        end_run()
         self._lowest_balance = lowest
-        for model, amount, after in charges:
-            charge = Decimal(repr(amount))
-            if after is not None:
-                charge -= Decimal(repr(after))
+        for model, charge in charged.items():
             self._spent += charge
-            spent = self._credits.get(model, _ZERO) + charge
+            spent = self._credits.get(model, Decimal(0)) + charge
             self._credits[model] = spent
             self._models[model].credits = float(spent)
 

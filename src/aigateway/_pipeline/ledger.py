@@ -20,7 +20,7 @@ import math
 import threading
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aigateway.errors import APIError
@@ -28,33 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["ModelUsage", "UsageLedger", "credit_amount"]
 
 _UNKNOWN_MODEL = "(unknown)"
-_FOLD_AT = 1024
-"""Recorded calls kept at most before they are added to the counts (`UsageLedger._fold`)."""
-
-_Ended = tuple[str, object, object, int, int, str]
-"""A call that ended: model, stated cost, balance, prompt and completion tokens, error class
-('' for a reply), the raw values of the reply (amounts are read when added to the counts)."""
-
-
-def _is_amount(value: object) -> TypeGuard[int | float]:
-    """Whether ``value`` is a finite number (not a bool): an amount `credit_amount` can read."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def credit_amount(value: object) -> Decimal | None:
     """A credits value of a reply as the decimal the gateway wrote (``0.1`` is exactly
     ``Decimal("0.1")``: floats through their shortest repr); None when it is no finite number."""
-    return Decimal(repr(value)) if _is_amount(value) else None
-
-
-def _below(amount: int | float, other: int | float) -> bool:
-    """``credit_amount(amount) < credit_amount(other)``, without reading either as a decimal
-    when both are floats or both ints (the shortest repr keeps the order of floats)."""
-    if type(amount) is type(other):
-        return amount < other
-    return Decimal(repr(amount)) < Decimal(repr(other))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return Decimal(repr(value))
 
 
 def _field(model: object, name: str) -> Any:
@@ -98,27 +81,18 @@ class ModelUsage:
 class UsageLedger:
     """The usage of a client and its copies since it was made; thread- and task-safe.
 
-    It pickles as a snapshot of the counts (a worker process can send its usage back).
-
-    Recording a call only appends its raw values to a list; they are added to the counts, in
-    the order they arrived (so each reply is compared with the lowest balance seen before it,
-    as if counted at once), when anything reads the ledger or the list holds `_FOLD_AT`
-    calls. Reading decimals and summing them is most of a reply's book-keeping, and most
-    replies are never read one by one."""
+    It pickles as a snapshot of the counts (a worker process can send its usage back)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._unfolded: list[_Ended] = []
-        """Calls recorded and not yet added to the counts, in arrival order."""
         self._models: dict[str, ModelUsage] = {}
         self._credits: dict[str, Decimal] = {}
-        self._lowest_balance: int | float | None = None
-        """The lowest balance a reply stated, as it stated it."""
+        self._lowest_balance: Decimal | None = None
         self._spent = Decimal(0)
-        self.pending: list[_Ended] | None = None
+        self.pending: list[tuple[str, object, object, int, int, str]] | None = None
         """With a shared state: the calls that ended since it was last told (`drain`)."""
 
-    def drain(self) -> list[_Ended]:
+    def drain(self) -> list[tuple[str, object, object, int, int, str]]:
         """The calls that ended since the last drain: model, stated cost, balance, prompt and
         completion tokens, error class ('' for a reply)."""
         with self._lock:
@@ -129,7 +103,6 @@ class UsageLedger:
     def credits(self) -> float:
         """Credits spent by every model so far (the float nearest `exact_credits`)."""
         with self._lock:
-            self._fold()
             return float(self._spent)
 
     @property
@@ -137,7 +110,6 @@ class UsageLedger:
         """Credits spent by every model so far, exactly: the sum, as a `Decimal`, of the
         amounts the gateway wrote (to the last digit it gave)."""
         with self._lock:
-            self._fold()
             return self._spent
 
     def record_reply(self, reply: object) -> None:
@@ -148,92 +120,51 @@ class UsageLedger:
         usage = getattr(reply, "usage", None)
         prompt = getattr(usage, "prompt_tokens", None)
         completion = getattr(usage, "completion_tokens", None)
-        self._record(
-            (
-                model,
-                _field(usage, "credits"),
-                getattr(reply, "remaining_credits", None),
-                prompt if isinstance(prompt, int) else 0,
-                completion if isinstance(completion, int) else 0,
-                "",
-            )
-        )
+        stated = _field(usage, "credits")
+        raw_balance = getattr(reply, "remaining_credits", None)
+        charge = credit_amount(stated)
+        balance = credit_amount(raw_balance)
+        with self._lock:
+            if balance is not None:
+                lowest = self._lowest_balance
+                if charge is None and lowest is not None:
+                    charge = max(Decimal(0), lowest - balance)
+                if lowest is None or balance < lowest:
+                    self._lowest_balance = balance
+            entry = self._models.get(model) or self._models.setdefault(model, ModelUsage())
+            entry.requests += 1
+            prompt = prompt if isinstance(prompt, int) else 0
+            completion = completion if isinstance(completion, int) else 0
+            entry.prompt_tokens += prompt
+            entry.completion_tokens += completion
+            if self.pending is not None:
+                self.pending.append((model, stated, raw_balance, prompt, completion, ""))
+            if charge is None:
+                entry.uncounted += 1
+            else:
+                self._spent += charge
+                spent = self._credits.get(model, Decimal(0)) + charge
+                self._credits[model] = spent
+                entry.credits = float(spent)
 
     def record_failure(self, model: str | None, error: APIError) -> None:
         """Count a call for ``model`` that ended in ``error``."""
-        self._record((model or _UNKNOWN_MODEL, None, None, 0, 0, type(error).__name__))
-
-    def _record(self, ended: _Ended) -> None:
-        """Keep a call that ended, to be added to the counts later (`_fold`)."""
+        name = type(error).__name__
         with self._lock:
-            self._unfolded.append(ended)
-            if self.pending is not None:
-                self.pending.append(ended)
-            if len(self._unfolded) >= _FOLD_AT:
-                self._fold()
-
-    def _fold(self) -> None:
-        """Add the calls recorded since the last fold to the counts, in the order they
-        arrived (the caller holds the lock).
-
-        Consecutive replies of one model that state no cost and each bring the lowest balance
-        down cost, together, the fall from the lowest balance before the first to the last
-        one's: the sum of their falls, read as two decimals rather than two per reply."""
-        if not self._unfolded:
-            return
-        ended, self._unfolded = self._unfolded, []
-        lowest = self._lowest_balance
-        charged: dict[str, Decimal] = {}
-        run_model: str | None = None  # the model of the current run of falls
-        run_from: int | float = 0  # the lowest balance before that run
-
-        def end_run() -> None:
-            if run_model is not None and lowest is not None:
-                charged[run_model] = charged.get(run_model, Decimal(0)) + (
-                    Decimal(repr(run_from)) - Decimal(repr(lowest))
-                )
-
-        for model, stated, balance, prompt, completion, error in ended:
-            entry = self._models.get(model) or self._models.setdefault(model, ModelUsage())
+            entry = self._models.setdefault(model or _UNKNOWN_MODEL, ModelUsage())
             entry.requests += 1
-            if error:
-                entry.failures[error] = entry.failures.get(error, 0) + 1
-                continue
-            entry.prompt_tokens += prompt
-            entry.completion_tokens += completion
-            if _is_amount(stated):
-                end_run()
-                run_model = None
-                charged[model] = charged.get(model, Decimal(0)) + Decimal(repr(stated))
-                if _is_amount(balance) and (lowest is None or _below(balance, lowest)):
-                    lowest = balance
-            elif not _is_amount(balance) or lowest is None:
-                entry.uncounted += 1  # no cost stated and no earlier balance to compare with
-                if _is_amount(balance):
-                    lowest = balance
-            elif _below(balance, lowest):
-                if model != run_model:
-                    end_run()
-                    run_model, run_from = model, lowest
-                lowest = balance
-            # else: the balance did not fall below the lowest: no cost seen
-        end_run()
-        self._lowest_balance = lowest
-        for model, charge in charged.items():
-            self._spent += charge
-            spent = self._credits.get(model, Decimal(0)) + charge
-            self._credits[model] = spent
-            self._models[model].credits = float(spent)
+            entry.failures[name] = entry.failures.get(name, 0) + 1
+            if self.pending is not None:
+                self.pending.append((model or _UNKNOWN_MODEL, None, None, 0, 0, name))
 
     def _copies(self) -> dict[str, ModelUsage]:
-        """A copy of each model's usage, folded first (the caller holds the lock)."""
-        self._fold()
+        """A copy of each model's usage (the caller holds the lock)."""
         return {name: usage._copy() for name, usage in self._models.items()}
 
     def _snapshot(self) -> tuple[dict[str, ModelUsage], ModelUsage]:
         """Copies of the usage of each model, and the total, read at one instant."""
         with self._lock:
-            models = self._copies()  # folds first
+            models = self._copies()
             spent = self._spent
         total = ModelUsage(credits=float(spent))
         for usage in models.values():
@@ -286,11 +217,9 @@ class UsageLedger:
     def __getstate__(self) -> dict[str, Any]:
         """The counts, copied at one instant; not the lock."""
         with self._lock:
-            self._fold()  # before the counts are read
             state = {
                 **self.__dict__,
                 "_models": self._copies(),
-                "_unfolded": [],
                 "_credits": dict(self._credits),
                 "pending": None if self.pending is None else list(self.pending),
             }
@@ -298,5 +227,5 @@ class UsageLedger:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_unfolded": [], **state})
+        self.__dict__.update(state)
         self._lock = threading.Lock()

@@ -4,6 +4,8 @@ cookies and query parameters still go out."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 from typing import Any
 
@@ -12,8 +14,10 @@ import pytest
 
 import aigateway
 from aigateway import AsyncClient, Client
-from aigateway._call.settings import DEFAULT_TIMEOUT
+from aigateway._call.call import APICall
+from aigateway._call.settings import DEFAULT_TIMEOUT, ClientConfig, Secret, with_headers
 from aigateway._http.body import accept_encoding
+from aigateway._pipeline.request import RequestBuilder, client_headers
 
 from ..conftest import CHAT_REPLY, resolve
 
@@ -134,3 +138,105 @@ async def test_the_timeout_option_reaches_the_request(kind: str) -> None:
     await resolve(client.close())
     assert sent[0].extensions["timeout"] == httpx.Timeout(3.5).as_dict()
     assert sent[1].extensions["timeout"] == DEFAULT_TIMEOUT.as_dict()
+
+
+LIBRARIES = [
+    "httpx",
+    pytest.param(
+        "httpx2",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("httpx2") is None, reason="httpx2 is not installed"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize(
+    ("method", "payload", "extra"),
+    [
+        ("POST", {"model": "m"}, {}),
+        ("POST", None, {}),  # no body: Content-Length: 0, as the libraries say
+        ("GET", None, {}),  # no body, no Content-Length
+        ("DELETE", None, {"X-Trace": "t"}),
+        ("POST", {"model": "m"}, {"content-length": "999"}),  # theirs wins, not sent twice
+        ("POST", {"model": "m"}, {"HOST": "other.test"}),  # theirs replaces the URL's
+    ],
+)
+def test_a_request_carries_what_the_librarys_own_build_would(
+    library: str, method: str, payload: dict[str, str] | None, extra: dict[str, str]
+) -> None:
+    http = importlib.import_module(library)
+    http_client = http.Client(headers={"X-Team": "search"})
+    config = ClientConfig(
+        api_key=Secret("sk-test"),
+        base_url=http.URL("https://gateway.test:8443/v1/"),
+        timeout=http.Timeout(5),
+    )
+    builder = RequestBuilder(config, http_client)
+    call: APICall[Any] = APICall(
+        method, "things", bytes, payload=payload, options={"extra_headers": extra}
+    )
+    ours = builder.build(call)
+    theirs = http_client.build_request(
+        method,
+        "https://gateway.test:8443/v1/things",
+        headers=with_headers(
+            {**client_headers(config), **({"Content-Type": "application/json"} if payload else {})},
+            extra,
+        ),
+        content=call.body,
+    )
+    assert type(ours) is http.Request
+    assert ours.headers.raw == theirs.headers.raw
+    assert ours.content == theirs.content == (call.body or b"")  # read, as a given body is
+    assert ours.headers.get_list("host") == [extra.get("HOST", "gateway.test:8443")]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+async def test_an_event_hook_reads_the_requests_body(kind: str, library: str) -> None:
+    http = importlib.import_module(library)
+    seen: list[bytes] = []
+    reply = http.Response(200, json=CHAT_REPLY)
+    if kind == "sync":
+        client: Client | AsyncClient = Client(
+            api_key="sk-test",
+            base_url="https://gateway.test/v1",
+            http_client=http.Client(
+                transport=http.MockTransport(lambda request: reply),
+                event_hooks={"request": [lambda request: seen.append(request.content)]},
+            ),
+        )
+    else:
+
+        async def hook(request: Any) -> None:
+            seen.append(request.content)
+
+        async def handler(request: Any) -> Any:
+            return reply
+
+        client = AsyncClient(
+            api_key="sk-test",
+            base_url="https://gateway.test/v1",
+            http_client=http.AsyncClient(
+                transport=http.MockTransport(handler), event_hooks={"request": [hook]}
+            ),
+        )
+    await resolve(client.chat.completions.create(model="gpt-4o", messages=HELLO))
+    await resolve(client.close())
+    assert [json.loads(body)["messages"] for body in seen] == [HELLO]
+
+
+def test_a_transfer_encoding_given_means_no_content_length() -> None:
+    config = ClientConfig(api_key=Secret("sk-test"), base_url=httpx.URL("https://gateway.test/v1/"))
+    builder = RequestBuilder(config, httpx.Client())
+    call: APICall[Any] = APICall(
+        "POST",
+        "things",
+        bytes,
+        payload={},
+        options={"extra_headers": {"Transfer-Encoding": "chunked"}},
+    )
+    request = builder.build(call)
+    assert "content-length" not in request.headers
+    assert request.headers["transfer-encoding"] == "chunked"

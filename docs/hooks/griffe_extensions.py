@@ -35,9 +35,9 @@ class ClientTwins(griffe.Extension):
     copy, the base's type parameters replaced by the client's type arguments
     (``http_client: httpx.Client | None``) and each resource, a ``LazyResource[Chat,
     AsyncChat]``, shown as the class that client has (``chat: Chat``, ``chat: AsyncChat``).
-    The private type aliases in the constructor's annotations (``SyncHTTPClient``, ``URL``,
-    ``TimeoutTypes``, ...) are shown as what they stand for (``httpx.Client | httpx2.Client``):
-    a reader cannot look them up."""
+    Everywhere in the package, the private type aliases in annotations (``SyncHTTPClient``,
+    ``URL``, ``TimeoutTypes``, ...) are shown as what they stand for (``httpx.Client |
+    httpx2.Client``): a reader cannot look them up."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         if pkg.name != "aigateway":
@@ -61,9 +61,7 @@ class ClientTwins(griffe.Extension):
                     *(
                         griffe.Parameter(
                             parameter.name,
-                            annotation=_flat_union(
-                                _without_aliases(_substituted(parameter.annotation, mapping), pkg)
-                            ),
+                            annotation=_expanded(_substituted(parameter.annotation, mapping), pkg),
                             kind=parameter.kind,
                             default=parameter.default,
                         )
@@ -90,6 +88,28 @@ class ClientTwins(griffe.Extension):
                 client.set_member(member.name, resource)
                 if member.docstring is not None:
                     resource.docstring = _docstring(member.docstring, resource)
+        _expand_aliases(pkg, pkg)
+
+
+def _expand_aliases(owner: griffe.Object, pkg: griffe.Module) -> None:
+    """Every annotation of ``owner``'s members (parameters, returns, attributes, properties),
+    recursively, with the private type aliases replaced by what they stand for."""
+    for member in owner.members.values():
+        if member.is_alias:  # an import: documented where it is defined
+            continue
+        if isinstance(member, griffe.Function):
+            for parameter in member.parameters:
+                parameter.annotation = _expanded(parameter.annotation, pkg)
+            member.returns = _expanded(member.returns, pkg)
+        elif isinstance(member, griffe.Attribute):
+            if str(member.annotation) != "TypeAlias":
+                member.annotation = _expanded(member.annotation, pkg)
+        elif isinstance(member, (griffe.Class, griffe.Module)):
+            _expand_aliases(member, pkg)
+
+
+def _expanded(annotation: Any, pkg: griffe.Module) -> Any:
+    return _flat_union(_without_aliases(annotation, pkg))
 
 
 def _docstring(docstring: griffe.Docstring, parent: griffe.Object) -> griffe.Docstring:

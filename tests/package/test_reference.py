@@ -4,6 +4,7 @@ shows one signature per method, tables that fit a 1280 px window, and no build s
 
 from __future__ import annotations
 
+import ast
 import html
 import importlib
 import importlib.util
@@ -24,7 +25,7 @@ import aigateway
 from aigateway.types.chat_params import ChatCompletionCreateParams
 from aigateway.types.service_params import ImageGenerateParams
 
-from .._paths import ROOT
+from .._paths import ROOT, SRC
 from ._browser import measure
 
 sys.path.insert(0, str(ROOT / "docs" / "hooks"))  # the docs' own code, not in the package
@@ -311,3 +312,37 @@ def test_tables_fit_a_1280px_window(site: Path) -> None:
         assert [t["broken"] for t in tables if t["broken"]] == []
         keywords = [t for t in tables if t["keywords"]]
         assert all(t["narrowestLastColumn"] > 0.3 for t in keywords), keywords
+
+
+def private_type_aliases() -> set[str]:
+    """The names of the type aliases (``X: TypeAlias = ...``) the package's private modules
+    define: a reader cannot look them up."""
+    names = set()
+    for path in (SRC / "aigateway").rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if not any(part.startswith("_") and part != "__init__" for part in parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and "TypeAlias" in ast.unparse(node.annotation)
+            ):
+                names.add(node.target.id)
+    return names
+
+
+def test_annotations_show_what_private_aliases_stand_for(site: Path) -> None:
+    aliases = private_type_aliases()
+    assert {"URL", "SyncHTTPClient", "TimeoutTypes"} <= aliases
+    found = {}
+    for page_name, page in reference_pages(site).items():
+        code = re.findall(r"<pre\b.*?</pre>|<h[1-6] .*?</h[1-6]>", page, re.DOTALL)
+        text = html.unescape(re.sub(r"<[^>]+>", "", "\n".join(code)))  # signatures, headings
+        for name in aliases:
+            # as an annotation: after ":", "|", "->" or "[", not a dotted name's last part
+            if re.search(rf"(?::|\||->|\[)\s*{name}\b(?![.\w])", text):
+                found.setdefault(page_name, []).append(name)
+    assert found == {}
+    clients = html.unescape(re.sub(r"<[^>]+>", "", reference_pages(site)["clients"]))
+    assert "base_url: httpx.URL | httpx2.URL" in clients  # a property's type, expanded too

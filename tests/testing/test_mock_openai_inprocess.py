@@ -226,8 +226,8 @@ LOAD = ("-p", "no:aigateway", "-p", "_aigateway_pytest", "-p", "no:cacheprovider
 def test_the_plugins_openai_fixtures_are_wired_to_the_mock_and_closed(
     pytester: pytest.Pytester,
 ) -> None:
-    # asyncio: openai's async streams leave a generator of theirs for the collector, which
-    # trio reports
+    # streams on asyncio: openai's async streams leave a generator of theirs for the collector,
+    # which trio reports (with httpx2's own MockTransport too); plain calls on trio as well
     pytester.makeconftest(
         "import pytest\n\n@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n"
     )
@@ -257,11 +257,21 @@ def test_the_plugins_openai_fixtures_are_wired_to_the_mock_and_closed(
                 assert len(aigateway_mock.requests) == 1  # a fresh gateway
                 seen.append(aigateway_async_openai)
 
+            @pytest.mark.anyio
+            @pytest.mark.parametrize("anyio_backend", ["trio"])
+            async def test_async_on_trio(aigateway_async_openai, aigateway_mock):
+                reply = await aigateway_async_openai.chat.completions.create(
+                    model="gpt-4o", messages=MESSAGES
+                )
+                assert reply.choices[0].message.content
+                assert len(aigateway_mock.requests) == 1
+                seen.append(aigateway_async_openai)
+
             def test_clients_were_closed():
-                assert len(seen) == 2
+                assert len(seen) == 3
                 assert all(sdk.is_closed() for sdk in seen)
             """
         )
     )
     result = pytester.runpytest_inprocess(*LOAD)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
